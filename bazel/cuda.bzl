@@ -1,0 +1,137 @@
+"""cuda_library: nvcc per .cu file (parallel actions) -> static archive -> CcInfo, offline."""
+
+load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
+
+_ARCH_SETS = {
+    "default": [
+        "-gencode=arch=compute_80,code=sm_80",
+        "-gencode=arch=compute_90,code=sm_90",
+        "-gencode=arch=compute_90,code=compute_90",
+    ],
+    "all": [
+        "-gencode=arch=compute_75,code=sm_75",
+        "-gencode=arch=compute_80,code=sm_80",
+        "-gencode=arch=compute_86,code=sm_86",
+        "-gencode=arch=compute_89,code=sm_89",
+        "-gencode=arch=compute_90,code=sm_90",
+        "-gencode=arch=compute_100,code=sm_100",
+        "-gencode=arch=compute_120,code=sm_120",
+        "-gencode=arch=compute_120,code=compute_120",
+    ],
+}
+
+# The contract's `ieee` profile: no contraction of a*b+c (kernels call fmaf explicitly), IEEE division
+# and square root, subnormals kept. -lineinfo so compute-sanitizer reports source lines.
+_NUMERICS = [
+    "--fmad=false",
+    "--ftz=false",
+    "--prec-div=true",
+    "--prec-sqrt=true",
+    "-lineinfo",
+    "-Xcompiler",
+    "-ffp-contract=off",
+]
+
+ArchSetInfo = provider(fields = ["name"])
+
+def _cuda_archs_flag_impl(ctx):
+    value = ctx.build_setting_value
+    if value not in _ARCH_SETS:
+        fail("//bazel:cuda_archs must be one of %s, got %r" % (sorted(_ARCH_SETS.keys()), value))
+    return [ArchSetInfo(name = value)]
+
+cuda_archs_flag = rule(
+    implementation = _cuda_archs_flag_impl,
+    build_setting = config.string(flag = True),
+)
+
+def _cuda_library_impl(ctx):
+    cc_toolchain = find_cpp_toolchain(ctx)
+    feature_configuration = cc_common.configure_features(
+        ctx = ctx,
+        cc_toolchain = cc_toolchain,
+        requested_features = ctx.features,
+        unsupported_features = ctx.disabled_features,
+    )
+    dep_infos = [d[CcInfo] for d in ctx.attr.deps]
+    dep_cctx = cc_common.merge_cc_infos(cc_infos = dep_infos).compilation_context
+    arch_set = ctx.attr._archs[ArchSetInfo].name
+
+    args = ctx.actions.args()
+    args.add_all(["-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-ccbin", cc_toolchain.compiler_executable])
+    args.add_all(_ARCH_SETS[arch_set])
+    args.add_all(_NUMERICS)
+    args.add_all(["-I.", "-I" + ctx.bin_dir.path, "-I" + ctx.genfiles_dir.path])
+    args.add_all(dep_cctx.includes, format_each = "-I%s")
+    args.add_all(dep_cctx.quote_includes, format_each = "-I%s")
+    args.add_all(dep_cctx.system_includes, format_each = "-isystem=%s")
+    args.add_all(dep_cctx.defines, format_each = "-D%s")
+    args.add_all(ctx.attr.copts)
+
+    inputs = depset(ctx.files.srcs + ctx.files.hdrs, transitive = [dep_cctx.headers])
+    objs = []
+    for src in ctx.files.srcs:
+        obj = ctx.actions.declare_file("_objs/%s/%s.o" % (ctx.label.name, src.basename.rsplit(".", 1)[0]))
+        ctx.actions.run(
+            # Absolute path: nvcc resolves its toolkit relative to argv[0].
+            executable = ctx.attr.cuda_path + "/bin/nvcc",
+            arguments = [args, "-c", src.path, "-o", obj.path],
+            inputs = inputs,
+            outputs = [obj],
+            mnemonic = "NvccCompile",
+            progress_message = "nvcc %s (%s archs)" % (src.short_path, arch_set),
+            use_default_shell_env = True,
+        )
+        objs.append(obj)
+
+    lib = ctx.actions.declare_file("lib%s.a" % ctx.label.name)
+    ctx.actions.run(
+        executable = cc_toolchain.ar_executable,
+        arguments = ["rcsD", lib.path] + [o.path for o in objs],
+        inputs = objs,
+        outputs = [lib],
+        mnemonic = "NvccArchive",
+        use_default_shell_env = True,
+    )
+
+    library = cc_common.create_library_to_link(
+        actions = ctx.actions,
+        feature_configuration = feature_configuration,
+        cc_toolchain = cc_toolchain,
+        static_library = lib,
+        pic_static_library = lib,
+        alwayslink = ctx.attr.alwayslink,
+    )
+    own = CcInfo(
+        compilation_context = cc_common.create_compilation_context(headers = depset(ctx.files.hdrs)),
+        linking_context = cc_common.create_linking_context(
+            linker_inputs = depset([cc_common.create_linker_input(
+                owner = ctx.label,
+                libraries = depset([library]),
+                user_link_flags = depset(ctx.attr.linkopts),
+            )]),
+        ),
+    )
+    return [
+        DefaultInfo(files = depset([lib])),
+        cc_common.merge_cc_infos(direct_cc_infos = [own], cc_infos = dep_infos),
+    ]
+
+cuda_library = rule(
+    implementation = _cuda_library_impl,
+    doc = "Compiles .cu files with nvcc (one action per file) into a static library usable by cc_* rules.",
+    attrs = {
+        "srcs": attr.label_list(allow_files = [".cu"]),
+        "hdrs": attr.label_list(allow_files = [".h", ".cuh", ".hpp"]),
+        "deps": attr.label_list(providers = [CcInfo]),
+        "copts": attr.string_list(),
+        "linkopts": attr.string_list(),
+        "alwayslink": attr.bool(default = False),
+        "cuda_path": attr.string(default = "/usr/local/cuda"),
+        "_archs": attr.label(default = "//bazel:cuda_archs"),
+        "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
+    },
+    toolchains = ["@bazel_tools//tools/cpp:toolchain_type"],
+    fragments = ["cpp"],
+    incompatible_use_toolchain_transition = True,
+)

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Installs what building and testing this project needs (idempotent; run as root) and writes
+# .bazelrc.user for this machine: without a GPU the gpu-tagged tests are filtered out, loudly.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+CUDA_PATH=${CUDA_PATH:-/usr/local/cuda}
+packages=(bazel-bootstrap libeigen3-dev librapidcheck-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    if [[ $(id -u) -ne 0 ]]; then
+        echo "setup.sh: missing packages ${missing[*]}; run as root (sudo tools/setup.sh)" >&2
+        exit 1
+    fi
+    echo "setup.sh: installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# nvcc: the kernels need CUDA >= 12.4 (CCCL with DeviceSegmentedRadixSort over DoubleBuffer, sm_90).
+nvcc="$CUDA_PATH/bin/nvcc"
+if [[ ! -x $nvcc ]]; then
+    echo "setup.sh: no nvcc at $nvcc; install the CUDA toolkit (>= 12.4) or set CUDA_PATH" >&2
+    exit 1
+fi
+version=$("$nvcc" --version | sed -n 's/.*release \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+read -r major minor <<<"$version"
+if [[ -z ${major:-} ]] || ((major < 12 || (major == 12 && minor < 4))); then
+    echo "setup.sh: nvcc at $nvcc is release ${major:-?}.${minor:-?}; this project needs CUDA >= 12.4" >&2
+    exit 1
+fi
+if [[ $CUDA_PATH != /usr/local/cuda ]]; then
+    echo "setup.sh: note: the WORKSPACE reads the toolkit at /usr/local/cuda; link it to $CUDA_PATH" >&2
+fi
+
+# buildifier for tools/lint.sh (npm package; offline-installable from the npm registry mirror).
+if [[ ! -x $repo/.tools/node_modules/@bazel/buildifier/buildifier-linux_amd64 ]]; then
+    if command -v npm >/dev/null; then
+        npm install --silent --no-audit --no-fund --prefix "$repo/.tools" @bazel/buildifier@8.2.1 >/dev/null ||
+            echo "setup.sh: warning: could not install buildifier; tools/lint.sh will fail" >&2
+    else
+        echo "setup.sh: warning: npm not found; tools/lint.sh needs buildifier" >&2
+    fi
+fi
+
+# GPU detection decides which tests `bazel test //...` runs here.
+gpus=0
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+    gpus=$(nvidia-smi -L | grep -c '^GPU' || true)
+fi
+{
+    echo "# Written by tools/setup.sh on $(date -u +%F): $gpus GPU(s) seen by nvidia-smi."
+    if ((gpus == 0)); then
+        echo "test --test_tag_filters=-gpu"
+    fi
+} >"$repo/.bazelrc.user"
+if ((gpus == 0)); then
+    echo "setup.sh: no GPU on this machine, so the GPU suites (tests tagged gpu) will not run here;" \
+        "run them on a GPU machine with 'bazel test //...' or build 'tools/gpu_bundle.sh OUTDIR' here and run OUTDIR/run_all.sh there."
+else
+    echo "setup.sh: $gpus GPU(s) found; 'bazel test //...' runs the GPU suites too."
+fi
