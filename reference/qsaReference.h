@@ -49,7 +49,8 @@ struct PrefillCase {
     std::vector<uint16_t> wQ, wK;        // [128] raw gammas
     float rmsEps = 1e-6f;
     bool hasPool = false;
-    HostPool pool; // used iff hasPool; data is the pool BEFORE the run
+    HostPool pool;          // used iff hasPool; data is the pool BEFORE the run
+    bool keepLogits = true; // false: PrefillResult::logits stays empty (saves B*S*MB floats)
 };
 
 struct PrefillResult {

@@ -1,0 +1,317 @@
+// Whole pipelines (contract section 5), the row-subset entry point and the workspace formulas (section 6).
+//
+// runPrefill follows section 5 stage by stage; its per-row tail (K2, selection, K4) runs row by row rather
+// than in Rc-row chunks through a full sort: the contract makes every row independent of the chunking, and
+// the first kSel entries of the stable descending sort of a K2 row (logits never NaN or -0.0, invisible
+// entries -FLT_MAX below every visible one) are exactly the kSel smallest (~key, id) pairs. runPrefillByStages
+// (stages_pipeline.cc) is the literal chunked composition; the tests hold the two against each other.
+#include "reference/qsaReference.h"
+
+#include "reference/k2.h"
+#include "reference/numerics.h"
+#include "reference/parallel.h"
+#include "reference/pool.h"
+#include "reference/rowops.h"
+#include "reference/stages.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <stdexcept>
+#include <string>
+
+namespace qsa {
+namespace ref {
+namespace {
+
+void fail(char const* fn, std::string const& msg) {
+    throw std::runtime_error(std::string(fn) + ": " + msg);
+}
+
+void checkSize(char const* fn, char const* what, size_t got, size_t want) {
+    if (got != want) {
+        fail(fn, std::string(what) + " has " + std::to_string(got) + " elements, expected " + std::to_string(want));
+    }
+}
+
+int32_t numBlocksOf(int32_t seqLen) {
+    return (seqLen + 3) / 4;
+}
+
+void checkPrefillCase(char const* fn, PrefillCase const& c) {
+    if (c.batchSize <= 0) {
+        fail(fn, "batchSize = " + std::to_string(c.batchSize) + " must be > 0");
+    }
+    if (c.seqLen <= 0) {
+        fail(fn, "seqLen = " + std::to_string(c.seqLen) + " must be > 0");
+    }
+    size_t const rows = static_cast<size_t>(c.batchSize) * c.seqLen;
+    checkSize(fn, "indexQk", c.indexQk.size(), rows * kQkWidth);
+    checkSize(fn, "contextLengths", c.contextLengths.size(), static_cast<size_t>(c.batchSize));
+    checkSize(fn, "wQ", c.wQ.size(), 128);
+    checkSize(fn, "wK", c.wK.size(), 128);
+    if (c.cosSin.size() % 64 != 0 || c.cosSin.size() / 64 < static_cast<size_t>(c.seqLen)) {
+        fail(fn, "cosSin has " + std::to_string(c.cosSin.size()) +
+                     " elements, expected [P >= S = " + std::to_string(c.seqLen) + ", 64]");
+    }
+}
+
+// Rows of one sequence, sorted by t, scored in groups of 4, selected and expanded. qRow(i) gives the
+// [4][128] T bits of rows[i]; write(i, outRow) receives its 2051 entries; logitsOut(i) (may return null)
+// receives its MB logits.
+template <typename QRow, typename OutRow, typename LogitsRow>
+void scoreSelectExpand(DType dt, int32_t seqLen, int32_t ctx, std::vector<int32_t> const& ts, KbarTiles const& tiles,
+                       int numThreads, QRow const& qRow, OutRow const& outRow, LogitsRow const& logitsRow) {
+    int32_t const mb = numBlocksOf(seqLen);
+    int64_t const numGroups = (static_cast<int64_t>(ts.size()) + kTileRows - 1) / kTileRows;
+    parallelFor(numGroups, numThreads, 1, [&](int64_t gi) {
+        int64_t const i0 = gi * kTileRows;
+        int const n = static_cast<int>(std::min<int64_t>(kTileRows, static_cast<int64_t>(ts.size()) - i0));
+        std::vector<float> qf(static_cast<size_t>(kTileRows) * 512, 0.0f);
+        std::vector<float> lg(static_cast<size_t>(kTileRows) * mb);
+        float const* qp[kTileRows];
+        float* lp[kTileRows];
+        int32_t nVis[kTileRows];
+        for (int i = 0; i < n; ++i) {
+            int32_t const t = ts[i0 + i];
+            nVis[i] = t < ctx ? (t + 1) / 4 : 0;
+            if (nVis[i] > 0) {
+                uint16_t const* q = qRow(i0 + i);
+                for (int e = 0; e < 512; ++e) {
+                    qf[i * 512 + e] = toFloat(dt, q[e]); // K2 reads the T-rounded qNormed
+                }
+            }
+            qp[i] = qf.data() + i * 512;
+            lp[i] = lg.data() + static_cast<size_t>(i) * mb;
+        }
+        scoreRowGroup(qp, nVis, n, tiles, mb, lp);
+        int32_t sel[kBlockTopK];
+        for (int i = 0; i < n; ++i) {
+            int32_t const t = ts[i0 + i];
+            int32_t* out = outRow(i0 + i);
+            if (t >= ctx) {
+                fillRow(out); // padded row
+            } else {
+                int32_t const kSel = selectPrefillRow(lp[i], nVis[i], sel);
+                expandRow(out, sel, kSel, nVis[i], (t + 1) % 4);
+            }
+            if (float* dst = logitsRow(i0 + i)) {
+                std::copy(lp[i], lp[i] + mb, dst);
+            }
+        }
+    });
+}
+
+} // namespace
+
+PrefillResult runPrefill(PrefillCase const& c, int numThreads) {
+    char const* fn = "runPrefill";
+    FpEnvGuard guard;
+    checkPrefillCase(fn, c);
+    int32_t const B = c.batchSize;
+    int32_t const S = c.seqLen;
+    int32_t const mb = numBlocksOf(S);
+    int64_t const rows = static_cast<int64_t>(B) * S;
+    PrefillResult res;
+    res.qNormed.assign(static_cast<size_t>(rows) * 512, 0);
+    res.kbar.assign(static_cast<size_t>(B) * mb * 128, 0);
+    res.outIdx.assign(static_cast<size_t>(rows) * kIndexWidth, -1);
+    if (c.keepLogits) {
+        res.logits.assign(static_cast<size_t>(rows) * mb, -FLT_MAX);
+    }
+    // K1a.
+    qPrep(c.dtype, res.qNormed.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(), c.wQ.data(),
+          c.rmsEps, B, S);
+    // K1b (paged when there is a pool) and the raw-k tail scatter.
+    if (c.hasPool) {
+        res.poolAfter = c.pool.data;
+        PoolView const view = viewOf(fn, c.pool, B, res.poolAfter);
+        kCompressPaged(c.dtype, res.kbar.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(),
+                       c.wK.data(), c.rmsEps, B, S, mb, 0, mb, 0, view);
+        rawKTailScatter(c.dtype, c.indexQk.data(), c.contextLengths.data(), B, S, view);
+    } else {
+        kCompress(c.dtype, res.kbar.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(), c.wK.data(),
+                  c.rmsEps, B, S, mb, 0, mb, 0);
+    }
+    // K2, selection, K4 per sequence.
+    for (int32_t b = 0; b < B; ++b) {
+        int32_t const ctx = clampCtx(c.contextLengths[b], S);
+        KbarTiles const tiles = makeKbarTiles(c.dtype, res.kbar.data() + static_cast<int64_t>(b) * mb * 128, ctx / 4);
+        std::vector<int32_t> ts(static_cast<size_t>(S));
+        for (int32_t t = 0; t < S; ++t) {
+            ts[t] = t;
+        }
+        int64_t const base = static_cast<int64_t>(b) * S;
+        scoreSelectExpand(
+            c.dtype, S, ctx, ts, tiles, numThreads, [&](int64_t i) { return res.qNormed.data() + (base + i) * 512; },
+            [&](int64_t i) { return res.outIdx.data() + (base + i) * kIndexWidth; },
+            [&](int64_t i) -> float* { return c.keepLogits ? res.logits.data() + (base + i) * mb : nullptr; });
+    }
+    return res;
+}
+
+std::vector<int32_t> runPrefillRows(PrefillCase const& c, std::vector<int64_t> const& rows, int numThreads) {
+    char const* fn = "runPrefillRows";
+    FpEnvGuard guard;
+    checkPrefillCase(fn, c);
+    int32_t const B = c.batchSize;
+    int32_t const S = c.seqLen;
+    int64_t const total = static_cast<int64_t>(B) * S;
+    for (size_t i = 0; i < rows.size(); ++i) {
+        if (rows[i] < 0 || rows[i] >= total) {
+            fail(fn, "rows[" + std::to_string(i) + "] = " + std::to_string(rows[i]) +
+                         " outside [0, B*S = " + std::to_string(total) + ")");
+        }
+    }
+    std::vector<int32_t> out(rows.size() * kIndexWidth, -1);
+    float wqf[128];
+    float wkf[128];
+    gammaToFloat(c.dtype, c.wQ.data(), wqf);
+    gammaToFloat(c.dtype, c.wK.data(), wkf);
+    for (int32_t b = 0; b < B; ++b) {
+        int32_t const ctx = clampCtx(c.contextLengths[b], S);
+        // This sequence's requested rows, in t order (the output keeps the caller's order).
+        std::vector<size_t> idx;
+        for (size_t i = 0; i < rows.size(); ++i) {
+            if (rows[i] / S == b) {
+                idx.push_back(i);
+            }
+        }
+        if (idx.empty()) {
+            continue;
+        }
+        std::stable_sort(idx.begin(), idx.end(), [&](size_t x, size_t y) { return rows[x] < rows[y]; });
+        std::vector<int32_t> ts(idx.size());
+        int32_t maxVis = 0;
+        for (size_t i = 0; i < idx.size(); ++i) {
+            ts[i] = static_cast<int32_t>(rows[idx[i]] % S);
+            if (ts[i] < ctx) {
+                maxVis = std::max(maxVis, (ts[i] + 1) / 4);
+            }
+        }
+        int64_t const base = static_cast<int64_t>(b) * S;
+        // kbar of the blocks these rows can see (K1b numerics).
+        std::vector<uint16_t> kbar(static_cast<size_t>(maxVis) * 128);
+        parallelFor(maxVis, numThreads, 16, [&](int64_t g) {
+            uint16_t const* k[4];
+            for (int j = 0; j < 4; ++j) {
+                k[j] = c.indexQk.data() + (base + 4 * g + j) * kQkWidth + kNumHeads * kHeadDim;
+            }
+            kbarOfBlock(c.dtype, k, wkf, c.cosSin.data() + 4 * g * 64, c.rmsEps, kbar.data() + g * 128);
+        });
+        KbarTiles const tiles = makeKbarTiles(c.dtype, kbar.data(), maxVis);
+        // q of the requested rows only (K1a numerics).
+        std::vector<uint16_t> qn(idx.size() * 512, 0);
+        parallelFor(static_cast<int64_t>(idx.size()), numThreads, 16, [&](int64_t i) {
+            int32_t const t = ts[i];
+            if (t >= ctx) {
+                return;
+            }
+            for (int h = 0; h < kNumHeads; ++h) {
+                normRopeT(c.dtype, c.indexQk.data() + (base + t) * kQkWidth + h * kHeadDim, wqf,
+                          c.cosSin.data() + static_cast<int64_t>(t) * 64, c.rmsEps, qn.data() + i * 512 + h * kHeadDim);
+            }
+        });
+        scoreSelectExpand(
+            c.dtype, S, ctx, ts, tiles, numThreads, [&](int64_t i) { return qn.data() + i * 512; },
+            [&](int64_t i) { return out.data() + idx[i] * kIndexWidth; }, [](int64_t) -> float* { return nullptr; });
+    }
+    return out;
+}
+
+DecodeResult runDecode(DecodeCase const& c, int numThreads) {
+    char const* fn = "runDecode";
+    (void)numThreads; // decode rows are cheap; the stages parallelize internally
+    FpEnvGuard guard;
+    if (c.batchSize <= 0) {
+        fail(fn, "batchSize = " + std::to_string(c.batchSize) + " must be > 0");
+    }
+    if (c.maxBlocks <= 0) {
+        fail(fn, "maxBlocks = " + std::to_string(c.maxBlocks) + " must be > 0");
+    }
+    int32_t const B = c.batchSize;
+    checkSize(fn, "indexQk", c.indexQk.size(), static_cast<size_t>(B) * kQkWidth);
+    checkSize(fn, "contextLengths", c.contextLengths.size(), static_cast<size_t>(B));
+    checkSize(fn, "wQ", c.wQ.size(), 128);
+    checkSize(fn, "wK", c.wK.size(), 128);
+    int64_t maxCtx = 0;
+    for (int32_t b = 0; b < B; ++b) {
+        int32_t const ctx = c.contextLengths[b];
+        if (ctx >= 1 && (static_cast<int64_t>(ctx) + 3) / 4 <= c.maxBlocks) {
+            maxCtx = std::max<int64_t>(maxCtx, ctx);
+        }
+    }
+    if (c.cosSin.size() % 64 != 0 || static_cast<int64_t>(c.cosSin.size() / 64) < maxCtx) {
+        fail(fn, "cosSin has " + std::to_string(c.cosSin.size()) +
+                     " elements, expected [P >= max ctx = " + std::to_string(maxCtx) + ", 64]");
+    }
+    DecodeResult res;
+    res.poolAfter = c.pool.data;
+    PoolView const view = viewOf(fn, c.pool, B, res.poolAfter);
+    res.qNormed.assign(static_cast<size_t>(B) * 512, 0);
+    res.logits.assign(static_cast<size_t>(B) * c.maxBlocks, -FLT_MAX);
+    res.outIdx.assign(static_cast<size_t>(B) * kIndexWidth, -1);
+    // B1, B2.
+    decodePrep(c.dtype, res.qNormed.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(), c.wQ.data(),
+               c.wK.data(), c.rmsEps, view, B, c.maxBlocks);
+    decodeScores(c.dtype, res.logits.data(), res.qNormed.data(), c.contextLengths.data(), view, B, c.maxBlocks);
+    // B3: zero the split counters (rows b < B) when given, select, expand.
+    if (c.hasSplitCounters) {
+        checkSize(fn, "splitCounters", c.splitCounters.size(), static_cast<size_t>(B) * c.pool.dims.numKVHeads);
+        res.splitCountersAfter = c.splitCounters;
+        zeroSplitCounters(res.splitCountersAfter.data(), B, c.pool.dims.numKVHeads);
+    }
+    decodeSelect(res.outIdx.data(), res.logits.data(), c.contextLengths.data(), B, c.maxBlocks);
+    return res;
+}
+
+namespace {
+
+size_t alignUp(size_t x) {
+    return (x + 127) / 128 * 128;
+}
+
+} // namespace
+
+int64_t prefillChunkRows(int32_t batchSize, int32_t seqLen) {
+    if (batchSize <= 0 || seqLen <= 0) {
+        fail("prefillChunkRows",
+             "batchSize = " + std::to_string(batchSize) + ", seqLen = " + std::to_string(seqLen) + " must be > 0");
+    }
+    int64_t const mb = numBlocksOf(seqLen);
+    // Rc = min(B*S, max(8388608 / MB, 256)), integer division.
+    return std::min<int64_t>(static_cast<int64_t>(batchSize) * seqLen, std::max<int64_t>(8388608 / mb, 256));
+}
+
+size_t prefillWorkspaceBytes(int32_t batchSize, int32_t maxSeqLen, size_t cubQueryBytes) {
+    if (batchSize <= 0 || maxSeqLen <= 0) {
+        fail("prefillWorkspaceBytes", "batchSize = " + std::to_string(batchSize) +
+                                          ", maxSeqLen = " + std::to_string(maxSeqLen) + " must be > 0");
+    }
+    size_t const B = static_cast<size_t>(batchSize);
+    size_t const S = static_cast<size_t>(maxSeqLen);
+    size_t const mb = static_cast<size_t>(numBlocksOf(maxSeqLen));
+    size_t const tBytes = 2; // half and bf16 are both 2 bytes
+    // Sort slots: min(B*S*MB, max(8388608, 256*MB)) elements each.
+    size_t const sortElems = std::min(B * S * mb, std::max<size_t>(8388608, 256 * mb));
+    size_t bytes = 0;
+    bytes += alignUp(B * S * 4 * 128 * tBytes);                         // qNormed [B,S,4,128] T
+    bytes += alignUp(B * mb * 128 * tBytes);                            // kbar [B,MB,128] T
+    bytes += alignUp(sortElems * 4);                                    // keys (FP32)
+    bytes += alignUp(sortElems * 4);                                    // keys-alt (FP32)
+    bytes += alignUp(sortElems * 4);                                    // values (INT32)
+    bytes += alignUp(sortElems * 4);                                    // values-alt (INT32)
+    bytes += alignUp(std::max<size_t>(cubQueryBytes, size_t{1} << 20)); // CUB temp
+    return bytes;
+}
+
+size_t decodeWorkspaceBytes(int32_t maxBatchSize, int32_t maxBlocks) {
+    if (maxBatchSize <= 0 || maxBlocks <= 0) {
+        fail("decodeWorkspaceBytes", "maxBatchSize = " + std::to_string(maxBatchSize) +
+                                         ", maxBlocks = " + std::to_string(maxBlocks) + " must be > 0");
+    }
+    size_t const B = static_cast<size_t>(maxBatchSize);
+    return alignUp(B * 1 * 4 * 128 * 2) + alignUp(B * static_cast<size_t>(maxBlocks) * 4); // qNormed, logits
+}
+
+} // namespace ref
+} // namespace qsa
