@@ -1,0 +1,236 @@
+// qsa: run, diff and replay fixtures of format qsa-fixture/1 (fixtures/README.md).
+//   bazel run //tools:qsa -- run --impl=reference DIR --out OUTDIR
+//   bazel run //tools:qsa -- diff A B            (output dirs or fixture dirs: a fixture contributes its expected_*)
+//   bazel run //tools:qsa -- replay --impl=reference DIR...
+//   bazel run //tools:qsa -- show DIR
+// //tools:qsa_gpu is the same tool with --impl=gpu available. Exit status: 0 all good, 1 a mismatch or
+// an invalid fixture, 2 a usage error.
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "fixtures/fixture.h"
+#include "fixtures/npy.h"
+#include "fixtures/replay.h"
+#include "tools/qsa_impl.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace qsa::fixtures;
+
+// Under `bazel run` the working directory is the runfiles tree: resolve user paths against the
+// directory the command was typed in.
+std::string userPath(std::string const& p) {
+    char const* wd = std::getenv("BUILD_WORKING_DIRECTORY");
+    if (wd && !p.empty() && p[0] != '/')
+        return (fs::path(wd) / p).string();
+    return p;
+}
+
+Impl implByName(std::string const& name) {
+    if (name == "reference")
+        return runReferenceImpl;
+    if (name == "gpu")
+        return qsa::tools::gpuImpl();
+    throw std::runtime_error("--impl must be reference or gpu, got '" + name + "'");
+}
+
+std::string readFile(fs::path const& p) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in)
+        throw std::runtime_error("cannot open " + p.string());
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// An output directory (`qsa run`) or a fixture directory (its expected_* files), as named arrays.
+std::map<std::string, NpyArray> loadOutputArrays(std::string const& dir, bool* isFixture) {
+    *isFixture = fs::exists(fs::path(dir) / "case.json");
+    std::map<std::string, NpyArray> out;
+    for (char const* name : {"out_idx", "pool", "split_counters", "q_normed", "kbar", "logits"}) {
+        fs::path p = fs::path(dir) / ((*isFixture ? std::string("expected_") : std::string()) + name + ".npy");
+        if (fs::exists(p))
+            out[name] = parseNpy(readFile(p), p.string());
+    }
+    if (!out.count("out_idx"))
+        throw std::runtime_error(dir + ": neither an output directory (out_idx.npy) nor a fixture (case.json)");
+    return out;
+}
+
+Outputs toOutputs(std::map<std::string, NpyArray> const& a) {
+    Outputs o;
+    o.outIdx = toI32(a.at("out_idx"), "out_idx.npy");
+    if (a.count("pool"))
+        o.pool = toU16(a.at("pool"), "pool.npy");
+    if (a.count("split_counters"))
+        o.splitCounters = toI32(a.at("split_counters"), "split_counters.npy");
+    if (a.count("q_normed"))
+        o.qNormed = toU16(a.at("q_normed"), "q_normed.npy");
+    if (a.count("kbar"))
+        o.kbar = toU16(a.at("kbar"), "kbar.npy");
+    if (a.count("logits"))
+        o.logits = toF32(a.at("logits"), "logits.npy");
+    return o;
+}
+
+std::string coords(std::vector<int64_t> const& shape, int64_t flat) {
+    std::vector<int64_t> c(shape.size());
+    for (size_t k = shape.size(); k-- > 0;) {
+        c[k] = shape[k] ? flat % shape[k] : 0;
+        flat = shape[k] ? flat / shape[k] : 0;
+    }
+    return shapeString(c);
+}
+
+int cmdRun(std::string const& impl, std::string const& dir, std::string const& out) {
+    Fixture f = readFixture(userPath(dir));
+    Outputs o = implByName(impl)(f);
+    writeOutputs(userPath(out), f, o);
+    std::cout << "wrote outputs of impl=" << impl << " for " << dir << " to " << out << "\n";
+    return 0;
+}
+
+int cmdDiff(std::string const& a, std::string const& b) {
+    bool fa = false, fb = false;
+    auto A = loadOutputArrays(userPath(a), &fa);
+    auto B = loadOutputArrays(userPath(b), &fb);
+    if (fa || fb) {
+        // A fixture on one side: the full replay report with (b, t), block sets and logits.
+        Fixture f = readFixture(userPath(fa ? a : b));
+        ReplayResult r = compareOutputs(f, toOutputs(fa ? B : A));
+        std::cout << (r.pass ? "IDENTICAL" : "DIFFERENT") << " " << a << " vs " << b << "\n" << r.report;
+        return r.pass ? 0 : 1;
+    }
+    bool same = true;
+    std::set<std::string> names;
+    for (auto const& kv : A)
+        names.insert(kv.first);
+    for (auto const& kv : B)
+        names.insert(kv.first);
+    for (std::string const& n : names) {
+        if (!A.count(n) || !B.count(n)) {
+            std::cout << n << ": only in " << (A.count(n) ? a : b) << "\n";
+            same = false;
+            continue;
+        }
+        NpyArray const &x = A.at(n), &y = B.at(n);
+        if (x.dtype != y.dtype || x.shape != y.shape) {
+            std::cout << n << ": " << npyDescr(x.dtype) << shapeString(x.shape) << " vs " << npyDescr(y.dtype)
+                      << shapeString(y.shape) << "\n";
+            same = false;
+            continue;
+        }
+        size_t item = npyItemSize(x.dtype);
+        int64_t first = -1, count = 0;
+        for (size_t i = 0; i < x.data.size(); i += item)
+            if (x.data.compare(i, item, y.data, i, item) != 0) {
+                if (first < 0)
+                    first = static_cast<int64_t>(i / item);
+                ++count;
+            }
+        if (count) {
+            same = false;
+            std::cout << n << ": " << count << " elements differ, first at " << coords(x.shape, first) << "\n";
+        } else {
+            std::cout << n << ": identical\n";
+        }
+    }
+    std::cout << (same ? "IDENTICAL" : "DIFFERENT") << "\n";
+    return same ? 0 : 1;
+}
+
+int cmdReplay(std::string const& impl, std::vector<std::string> const& dirs, bool verbose) {
+    Impl fn = implByName(impl);
+    int bad = 0;
+    for (std::string const& d : dirs) {
+        Fixture f;
+        try {
+            f = readFixture(userPath(d));
+        } catch (std::exception const& e) {
+            std::cout << "INVALID " << d << ": " << e.what() << "\n";
+            ++bad;
+            continue;
+        }
+        ReplayResult r = replay(f, fn);
+        std::cout << (r.pass ? "PASS " : "FAIL ") << d << (r.pass ? "" : ": " + r.summary) << "\n";
+        if (!r.pass) {
+            ++bad;
+            if (verbose)
+                std::cout << r.report;
+        }
+    }
+    std::cout << dirs.size() - bad << " of " << dirs.size() << " fixtures pass (impl=" << impl << ")\n";
+    return bad ? 1 : 0;
+}
+
+int cmdShow(std::string const& dir) {
+    Fixture f = readFixture(userPath(dir));
+    std::cout << dir << ": " << (f.isDecode() ? "decode" : "prefill") << " "
+              << (f.dtype() == qsa::ref::DType::kHalf ? "half" : "bf16") << " B=" << f.batchSize()
+              << " S=" << f.seqLen() << (f.isDecode() ? " maxBlocks=" + std::to_string(f.decode.maxBlocks) : "")
+              << " pool=" << (f.hasPool() ? "yes" : "no") << "\n  description: " << f.description
+              << "\n  contract: " << f.contract.value_or("-") << "  provenance: " << f.provenance.value_or("-")
+              << "\n  ctx:";
+    for (int32_t c : f.contextLengths())
+        std::cout << " " << c;
+    std::cout << "\n";
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"qsa: run, diff and replay QSA indexer fixtures (qsa-fixture/1)"};
+    app.require_subcommand(1);
+
+    std::string runImpl = "reference", runDir, runOut;
+    auto* run = app.add_subcommand("run", "run an implementation on a fixture, write its outputs as .npy");
+    run->add_option("--impl", runImpl, "reference or gpu")->check(CLI::IsMember({"reference", "gpu"}));
+    run->add_option("dir", runDir, "fixture directory")->required();
+    run->add_option("--out", runOut, "output directory")->required();
+
+    std::string diffA, diffB;
+    auto* diff = app.add_subcommand("diff", "compare two output directories (or a fixture's expected outputs)");
+    diff->add_option("a", diffA)->required();
+    diff->add_option("b", diffB)->required();
+
+    std::string replayImpl = "reference";
+    std::vector<std::string> replayDirs;
+    bool verbose = true;
+    auto* rep = app.add_subcommand("replay", "replay fixture directories; one line per fixture");
+    rep->add_option("--impl", replayImpl, "reference or gpu")->check(CLI::IsMember({"reference", "gpu"}));
+    rep->add_option("dirs", replayDirs, "fixture directories")->required();
+    rep->add_flag("!--quiet", verbose, "only the one-line results, no mismatch reports");
+
+    std::string showDir;
+    auto* show = app.add_subcommand("show", "print a fixture's header");
+    show->add_option("dir", showDir)->required();
+
+    try {
+        app.parse(argc, argv);
+    } catch (CLI::ParseError const& e) {
+        int rc = app.exit(e);
+        return rc == 0 ? 0 : 2;
+    }
+    try {
+        if (*run)
+            return cmdRun(runImpl, runDir, runOut);
+        if (*diff)
+            return cmdDiff(diffA, diffB);
+        if (*rep)
+            return cmdReplay(replayImpl, replayDirs, verbose);
+        if (*show)
+            return cmdShow(showDir);
+    } catch (std::exception const& e) {
+        std::cerr << "qsa: " << e.what() << "\n";
+        return 1;
+    }
+    return 2;
+}
