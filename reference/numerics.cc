@@ -130,7 +130,7 @@ float headDot(float const q[128], float const k[128]) {
     return warpSum(partial);
 }
 
-void normRope(float const x[128], float const w[128], float const* cosSinRow, float rmsEps, float o[128]) {
+float normVariance(float const x[128], float rmsEps) {
     // 1. lane l owns dims 4l..4l+3; fma chain from +0.0.
     float partial[32];
     for (int l = 0; l < 32; ++l) {
@@ -142,7 +142,11 @@ void normRope(float const x[128], float const w[128], float const* cosSinRow, fl
     }
     // 2. butterfly, then v = fma(s, 1/128, eps).
     float const s = warpSum(partial);
-    float const v = std::fma(s, 0.0078125f, rmsEps);
+    return std::fma(s, 0.0078125f, rmsEps);
+}
+
+void normRope(float const x[128], float const w[128], float const* cosSinRow, float rmsEps, float o[128]) {
+    float const v = normVariance(x, rmsEps);
     // 3. correctly rounded 1/sqrt.
     float const inv = rsqrtRn(v);
     // 4. y = (x * inv) * (1 + w), three roundings, raw gamma.

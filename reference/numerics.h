@@ -93,6 +93,10 @@ inline float logitOf(float const dot[4]) {
 // K2's dot of one head: partial[l] = fma chain over i of q[l + 32i] * k[l + 32i], then warpSum.
 float headDot(float const q[128], float const k[128]);
 
+// normRope steps 1-2: partial[l] = fma chain of x[4l+i]^2 from +0.0 (lane l owns dims 4l..4l+3), s = warpSum,
+// v = fma(s, 0.0078125f, rmsEps).
+float normVariance(float const x[128], float rmsEps);
+
 // normRope (contract section 4, steps 1-5) in FP32: o = rope(rmsnorm(x) * (1 + w)); cast is the caller's.
 // cosSinRow is cosSin + pos * 64.
 void normRope(float const x[128], float const w[128], float const* cosSinRow, float rmsEps, float o[128]);
