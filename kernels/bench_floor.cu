@@ -1,0 +1,136 @@
+// Device helpers of //kernels:bench (see bench_floor.h).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "kernels/bench_floor.h"
+
+namespace qsa {
+namespace bench {
+namespace {
+
+void check(cudaError_t e, char const* what) {
+    if (e != cudaSuccess)
+        throw std::runtime_error(std::string("bench: ") + what + ": " + cudaGetErrorString(e));
+}
+
+constexpr int kChains = 8;
+constexpr int kIters = 4096;
+
+// kChains independent fma chains per thread so that the FMA pipes, not latency, bound the kernel.
+__global__ void fmaKernel(float* sink, float a, float b) {
+    float x[kChains];
+#pragma unroll
+    for (int c = 0; c < kChains; ++c)
+        x[c] = static_cast<float>(threadIdx.x + c);
+    for (int i = 0; i < kIters; ++i) {
+#pragma unroll
+        for (int c = 0; c < kChains; ++c)
+            x[c] = fmaf(x[c], a, b);
+    }
+    float s = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kChains; ++c)
+        s += x[c];
+    if (s == 1234.5f)
+        sink[threadIdx.x] = s; // keeps the chains alive
+}
+
+__global__ void copyKernel(float4* dst, float4 const* src, size_t n) {
+    size_t stride = size_t(gridDim.x) * blockDim.x;
+    for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+        dst[i] = src[i];
+}
+
+__device__ uint32_t hash32(uint32_t x) {
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+
+__global__ void fillKernel(uint16_t* p, size_t n, uint32_t seed, bool isBf16) {
+    size_t stride = size_t(gridDim.x) * blockDim.x;
+    for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+        uint32_t h = hash32(static_cast<uint32_t>(i) ^ hash32(seed + static_cast<uint32_t>(i >> 32)));
+        float v = static_cast<float>(h >> 8) * (2.0f / 16777216.0f) - 1.0f;
+        p[i] = isBf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(v)) : __half_as_ushort(__float2half_rn(v));
+    }
+}
+
+__global__ void cosSinKernel(float* p, int32_t numPos) {
+    int32_t pos = blockIdx.x;
+    int i = threadIdx.x;
+    if (pos >= numPos || i >= 32)
+        return;
+    double theta = static_cast<double>(pos) * pow(10000.0, -static_cast<double>(i) / 32.0);
+    p[size_t(pos) * 64 + i] = static_cast<float>(cos(theta));
+    p[size_t(pos) * 64 + 32 + i] = static_cast<float>(sin(theta));
+}
+
+} // namespace
+
+double timeFmaKernel(int reps, double* flop) {
+    int dev = 0, sms = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "sm count");
+    float* sink = nullptr;
+    check(cudaMalloc(&sink, 1024 * sizeof(float)), "cudaMalloc");
+    int blocks = sms * 8, threads = 256;
+    fmaKernel<<<blocks, threads>>>(sink, 0.999f, 0.001f); // warm-up
+    cudaEvent_t e0, e1;
+    check(cudaEventCreate(&e0), "event");
+    check(cudaEventCreate(&e1), "event");
+    check(cudaEventRecord(e0), "record");
+    for (int r = 0; r < reps; ++r)
+        fmaKernel<<<blocks, threads>>>(sink, 0.999f, 0.001f);
+    check(cudaEventRecord(e1), "record");
+    check(cudaEventSynchronize(e1), "sync");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaFree(sink);
+    *flop = 2.0 * kChains * kIters * double(blocks) * threads * reps;
+    return ms * 1e-3;
+}
+
+double timeCopyKernel(void* dst, void const* src, size_t bytes, int reps) {
+    size_t n = bytes / sizeof(float4);
+    int dev = 0, sms = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "sm count");
+    int blocks = sms * 16, threads = 512;
+    copyKernel<<<blocks, threads>>>(static_cast<float4*>(dst), static_cast<float4 const*>(src), n);
+    cudaEvent_t e0, e1;
+    check(cudaEventCreate(&e0), "event");
+    check(cudaEventCreate(&e1), "event");
+    check(cudaEventRecord(e0), "record");
+    for (int r = 0; r < reps; ++r) {
+        copyKernel<<<blocks, threads>>>(static_cast<float4*>(dst), static_cast<float4 const*>(src), n);
+    }
+    check(cudaEventRecord(e1), "record");
+    check(cudaEventSynchronize(e1), "sync");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return ms * 1e-3;
+}
+
+void fillRandomT(uint16_t* p, size_t n, uint32_t seed, bool isBf16, cudaStream_t stream) {
+    fillKernel<<<1024, 256, 0, stream>>>(p, n, seed, isBf16);
+    check(cudaGetLastError(), "fillKernel");
+}
+
+void fillCosSin(float* p, int32_t numPos, cudaStream_t stream) {
+    cosSinKernel<<<numPos, 32, 0, stream>>>(p, numPos);
+    check(cudaGetLastError(), "cosSinKernel");
+}
+
+} // namespace bench
+} // namespace qsa

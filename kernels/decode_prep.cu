@@ -1,0 +1,109 @@
+// B1 decode prep (contract section 5): q-prep of the new token at pos = ctx - 1 (K1a numerics); then
+// either its raw k goes to its K-tail (ctx % 4 != 0), or block g = ctx/4 - 1 is complete: tokens
+// 4g .. 4g+2 from their K-tails (a dropped read is +0.0), token 4g+3 from the input, K1b numerics, kbar
+// to the V-tail of token 4g (the completing token's own raw k is NOT stored). Invalid rows (ctx < 1 or
+// ceilDiv(ctx, 4) > maxBlocks) write zero qNormed and no pool cell.
+#include "kernels/qsaCommon.cuh"
+#include "kernels/qsaPrepDevice.cuh"
+
+namespace trt_edgellm {
+namespace kernel {
+namespace qsa_detail {
+namespace {
+
+// One CTA per sequence: warps 0..3 = q heads, warp 4 = the k path.
+template <typename T>
+__global__ void __launch_bounds__(160)
+    decodePrepKernel(T* qNormed, T const* indexQk, float const* cosSin, int32_t const* contextLengths, T const* wQ,
+                     T const* wK, float rmsEps, PoolDev pool, int32_t maxBlocks) {
+    int64_t const b = blockIdx.x;
+    int const lane = threadIdx.x & 31;
+    int const warp = threadIdx.x >> 5;
+    int64_t const ctx = contextLengths[b];
+    bool const valid = ctx >= 1 && (ctx + 3) / 4 <= maxBlocks;
+    T const* row = indexQk + b * kQkWidth;
+    if (warp < kHeads) {
+        T* out = qNormed + (b * kHeads + warp) * kDim;
+        if (!valid) {
+            storeZeroRowWarp(out, lane);
+            return;
+        }
+        T const* x = row + warp * kDim;
+        float sq[4], xo[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            sq[i] = TypeOps<T>::toFloat(x[4 * lane + i]);
+            xo[i] = TypeOps<T>::toFloat(x[lane + 32 * i]);
+        }
+        normRopeStoreWarp(out, sq, xo, wQ, rmsEps, cosSin, ctx - 1, lane);
+        return;
+    }
+    if (!valid) {
+        return;
+    }
+    uint16_t const* k16 = reinterpret_cast<uint16_t const*>(row + kRawKCol);
+    if (ctx % 4 != 0) {
+        // The new token's raw k, bit-unmodified, to its K-tail.
+        int64_t const off = poolTailOffset(pool, b, 0, ctx - 1);
+        if (off >= 0) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                pool.pool[off + lane + 32 * j] = k16[lane + 32 * j];
+            }
+        }
+        return;
+    }
+    int64_t const tok0 = ctx - 4; // block g = ctx/4 - 1 starts at 4g
+    T const* kin[4];
+#pragma unroll
+    for (int j = 0; j < 3; ++j) {
+        int64_t const off = poolTailOffset(pool, b, 0, tok0 + j);
+        kin[j] = off >= 0 ? reinterpret_cast<T const*>(pool.pool + off) : nullptr;
+    }
+    kin[3] = row + kRawKCol;
+    float sq[4], xo[4];
+    compressInputsWarp<T>(kin[0], kin[1], kin[2], kin[3], lane, sq, xo);
+    uint16_t bits[4];
+    normRopeBitsWarp<T>(bits, sq, xo, wK, rmsEps, cosSin, tok0, lane);
+    int64_t const off = poolTailOffset(pool, b, 1, tok0);
+    if (off >= 0) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            pool.pool[off + lane + 32 * j] = bits[j];
+        }
+    }
+}
+
+} // namespace
+} // namespace qsa_detail
+
+using namespace qsa_detail;
+
+template <typename T>
+void launchQsaDecodePrep(T* qNormed, T const* indexQk, float const* cosSin, int32_t const* contextLengths, T const* wQ,
+                         T const* wK, float rmsEps, QsaIndexerPoolState const& poolState, int32_t batchSize,
+                         int32_t maxBlocks, cudaStream_t stream) {
+    char const* fn = "launchQsaDecodePrep";
+    requirePtr(fn, "qNormed", qNormed);
+    requirePtr(fn, "indexQk", indexQk);
+    requirePtr(fn, "cosSin", cosSin);
+    requirePtr(fn, "contextLengths", contextLengths);
+    requirePtr(fn, "wQ", wQ);
+    requirePtr(fn, "wK", wK);
+    checkPoolState(fn, poolState);
+    requirePositive(fn, "batchSize", batchSize);
+    requirePositive(fn, "maxBlocks", maxBlocks);
+    decodePrepKernel<T><<<batchSize, 160, 0, stream>>>(qNormed, indexQk, cosSin, contextLengths, wQ, wK, rmsEps,
+                                                       toPoolDev(poolState), maxBlocks);
+    checkLaunch(fn);
+}
+
+template void launchQsaDecodePrep<__half>(__half*, __half const*, float const*, int32_t const*, __half const*,
+                                          __half const*, float, QsaIndexerPoolState const&, int32_t, int32_t,
+                                          cudaStream_t);
+template void launchQsaDecodePrep<__nv_bfloat16>(__nv_bfloat16*, __nv_bfloat16 const*, float const*, int32_t const*,
+                                                 __nv_bfloat16 const*, __nv_bfloat16 const*, float,
+                                                 QsaIndexerPoolState const&, int32_t, int32_t, cudaStream_t);
+
+} // namespace kernel
+} // namespace trt_edgellm

@@ -1,0 +1,160 @@
+// B2 decode scores (contract section 5): logits[b][g] for g < nVis = ctx / 4, K2 numerics, kbar read
+// from the V-tail of token 4g (a dropped read is +0.0 for every element). Only the valid prefix is
+// written; invalid rows (ctx < 1 or ceilDiv(ctx, 4) > maxBlocks) write nothing.
+//
+// A CTA of 128 threads owns 128 blocks of one sequence, one block per thread, so the contract's
+// per-lane order runs inside one thread exactly as in K2 (see scores.cu): leaves l and l + 16, bit-
+// reversed leaf order, binary-counter folding of the butterfly tree. The kbar rows are staged raw in
+// shared memory as [block][l ^ (block & 15)][i] (8 bytes per lane l) so each thread reads its lane
+// values with one conflict-free 8-byte load; q lives in shared memory as float4 [head][l].
+#include <cfloat>
+
+#include "kernels/qsaCommon.cuh"
+
+namespace trt_edgellm {
+namespace kernel {
+namespace qsa_detail {
+namespace {
+
+constexpr int kTile = 128;
+
+__device__ __forceinline__ int kSlot(int blk, int l) {
+    return blk * 32 + (l ^ (blk & 15));
+}
+
+template <typename T>
+__device__ __forceinline__ float4 unpack4(uint2 v) {
+    float4 f;
+    f.x = bitsToFloat<T>(static_cast<uint16_t>(v.x & 0xFFFFu));
+    f.y = bitsToFloat<T>(static_cast<uint16_t>(v.x >> 16));
+    f.z = bitsToFloat<T>(static_cast<uint16_t>(v.y & 0xFFFFu));
+    f.w = bitsToFloat<T>(static_cast<uint16_t>(v.y >> 16));
+    return f;
+}
+
+__device__ __forceinline__ float lanePartial(float4 q, float4 k) {
+    float p = fmaf(q.x, k.x, 0.0f);
+    p = fmaf(q.y, k.y, p);
+    p = fmaf(q.z, k.z, p);
+    p = fmaf(q.w, k.w, p);
+    return p;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kTile)
+    decodeScoresKernel(float* logits, T const* qNormed, int32_t const* contextLengths, PoolDev pool,
+                       int32_t maxBlocks) {
+    __shared__ uint2 ks[kTile * 32];
+    __shared__ float4 qs[kHeads * 32];
+    int64_t const b = blockIdx.y;
+    int64_t const ctx = contextLengths[b];
+    if (ctx < 1 || (ctx + 3) / 4 > maxBlocks) {
+        return; // invalid row
+    }
+    int const nVis = static_cast<int>(ctx / 4);
+    int const g0 = blockIdx.x * kTile;
+    if (g0 >= nVis) {
+        return;
+    }
+    int const nHere = min(kTile, nVis - g0);
+
+    // q [4][128] -> float4 [h][l] = (q[l], q[l+32], q[l+64], q[l+96]).
+    T const* q = qNormed + b * kHeads * kDim;
+    {
+        int const h = threadIdx.x >> 5;
+        int const l = threadIdx.x & 31;
+        T const* qh = q + h * kDim + l;
+        qs[h * 32 + l] = make_float4(TypeOps<T>::toFloat(qh[0]), TypeOps<T>::toFloat(qh[32]),
+                                     TypeOps<T>::toFloat(qh[64]), TypeOps<T>::toFloat(qh[96]));
+    }
+    // kbar rows: item (blk, l) gathers the lane's 4 dims of block g0 + blk from its V-tail.
+    for (int idx = threadIdx.x; idx < nHere * 32; idx += kTile) {
+        int const blk = idx >> 5;
+        int const l = idx & 31;
+        int64_t const off = poolTailOffset(pool, b, 1, 4 * static_cast<int64_t>(g0 + blk));
+        uint2 v = make_uint2(0u, 0u); // dropped read: +0.0
+        if (off >= 0) {
+            uint16_t const* src = pool.pool + off + l;
+            v.x = static_cast<uint32_t>(src[0]) | (static_cast<uint32_t>(src[32]) << 16);
+            v.y = static_cast<uint32_t>(src[64]) | (static_cast<uint32_t>(src[96]) << 16);
+        }
+        ks[kSlot(blk, l)] = v;
+    }
+    __syncthreads();
+    int const blk = threadIdx.x;
+    if (blk >= nHere) {
+        return;
+    }
+    float pend[kHeads][4];
+    float p0[kHeads];
+    float acc = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+        int const l = ((j & 1) << 3) | ((j & 2) << 1) | ((j & 4) >> 1) | ((j & 8) >> 3);
+        float4 const k0 = unpack4<T>(ks[kSlot(blk, l)]);
+        float4 const k1 = unpack4<T>(ks[kSlot(blk, l + 16)]);
+#pragma unroll
+        for (int h = 0; h < kHeads; ++h) {
+            p0[h] = lanePartial(qs[h * 32 + l], k0);
+            float const a = __fadd_rn(p0[h], lanePartial(qs[h * 32 + l + 16], k1));
+            if ((j & 1) == 0) {
+                pend[h][0] = a;
+            } else {
+                float const bb = __fadd_rn(pend[h][0], a);
+                if ((j & 2) == 0) {
+                    pend[h][1] = bb;
+                } else {
+                    float const cc = __fadd_rn(pend[h][1], bb);
+                    if ((j & 4) == 0) {
+                        pend[h][2] = cc;
+                    } else {
+                        float const dd = __fadd_rn(pend[h][2], cc);
+                        if ((j & 8) == 0) {
+                            pend[h][3] = dd;
+                        } else {
+                            pend[h][3] = __fadd_rn(pend[h][3], dd); // dot_h
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // ((relu0 + relu1) + relu2) + relu3, then the scale.
+#pragma unroll
+    for (int h = 0; h < kHeads; ++h) {
+        acc = __fadd_rn(acc, reluPos(pend[h][3]));
+    }
+    logits[b * maxBlocks + g0 + blk] = __fmul_rn(acc, logitScale());
+}
+
+} // namespace
+} // namespace qsa_detail
+
+using namespace qsa_detail;
+
+template <typename T>
+void launchQsaDecodeScores(float* logits, T const* qNormed, int32_t const* contextLengths,
+                           QsaIndexerPoolState const& poolState, int32_t batchSize, int32_t maxBlocks,
+                           cudaStream_t stream) {
+    char const* fn = "launchQsaDecodeScores";
+    requirePtr(fn, "logits", logits);
+    requirePtr(fn, "qNormed", qNormed);
+    requirePtr(fn, "contextLengths", contextLengths);
+    checkPoolState(fn, poolState);
+    requirePositive(fn, "batchSize", batchSize);
+    requirePositive(fn, "maxBlocks", maxBlocks);
+    if (batchSize > kMaxGridY) {
+        fail(fn, "batchSize must be <= ", kMaxGridY, ", got ", batchSize);
+    }
+    dim3 const grid(static_cast<unsigned>(ceilDiv(maxBlocks, kTile)), static_cast<unsigned>(batchSize));
+    decodeScoresKernel<T><<<grid, kTile, 0, stream>>>(logits, qNormed, contextLengths, toPoolDev(poolState), maxBlocks);
+    checkLaunch(fn);
+}
+
+template void launchQsaDecodeScores<__half>(float*, __half const*, int32_t const*, QsaIndexerPoolState const&, int32_t,
+                                            int32_t, cudaStream_t);
+template void launchQsaDecodeScores<__nv_bfloat16>(float*, __nv_bfloat16 const*, int32_t const*,
+                                                   QsaIndexerPoolState const&, int32_t, int32_t, cudaStream_t);
+
+} // namespace kernel
+} // namespace trt_edgellm

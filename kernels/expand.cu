@@ -1,0 +1,70 @@
+// K4 expand (contract section 4): out[4i + j] = sel[i] * 4 + j (i < kSel), then the causal tail
+// 4 nVis + j (j < (t + 1) % 4), then -1 up to 2051. Padded rows (t >= ctx[b]) are all -1.
+#include "kernels/qsaCommon.cuh"
+
+namespace trt_edgellm {
+namespace kernel {
+namespace qsa_detail {
+namespace {
+
+__global__ void __launch_bounds__(256)
+    expandKernel(int32_t* outIdx, int32_t const* sortedIds, int32_t const* contextLengths, int32_t seqLen,
+                 int32_t numBlocks, int64_t rowBegin, int64_t rowEnd) {
+    for (int64_t r = rowBegin + blockIdx.x; r < rowEnd; r += gridDim.x) {
+        int64_t const b = r / seqLen;
+        int const t = static_cast<int>(r - b * seqLen);
+        int const ctx = clampCtx(contextLengths[b], seqLen);
+        bool const padded = t >= ctx;
+        int const nVis = padded ? 0 : (t + 1) / 4;
+        int const kSel = min(kTopK, nVis);
+        int const tail = padded ? 0 : (t + 1) % 4;
+        int32_t const* sel = sortedIds + (r - rowBegin) * numBlocks;
+        int32_t* out = outIdx + r * kWidth;
+        for (int p = threadIdx.x; p < kWidth; p += blockDim.x) {
+            int32_t v = -1;
+            if (p < 4 * kSel) {
+                v = sel[p >> 2] * 4 + (p & 3);
+            } else if (p < 4 * kSel + tail) {
+                v = 4 * nVis + (p - 4 * kSel);
+            }
+            out[p] = v;
+        }
+    }
+}
+
+} // namespace
+
+void launchExpandImpl(int32_t* outIdx, int32_t const* sortedIds, int32_t const* contextLengths, int32_t seqLen,
+                      int64_t rowBegin, int64_t rowEnd, cudaStream_t stream) {
+    if (rowBegin == rowEnd) {
+        return;
+    }
+    int64_t const rows = rowEnd - rowBegin;
+    int const grid = static_cast<int>(rows < (1 << 30) ? rows : (1 << 30));
+    expandKernel<<<grid, 256, 0, stream>>>(outIdx, sortedIds, contextLengths, seqLen,
+                                           static_cast<int32_t>(ceilDiv(seqLen, 4)), rowBegin, rowEnd);
+    checkLaunch("launchQsaExpand");
+}
+
+} // namespace qsa_detail
+
+using namespace qsa_detail;
+
+void launchQsaExpand(int32_t* outIdx, int32_t const* sortedIds, int32_t const* contextLengths, int32_t batchSize,
+                     int32_t seqLen, int32_t rowBegin, int32_t rowEnd, cudaStream_t stream) {
+    char const* fn = "launchQsaExpand";
+    requirePtr(fn, "outIdx", outIdx);
+    requirePtr(fn, "sortedIds", sortedIds);
+    requirePtr(fn, "contextLengths", contextLengths);
+    requirePositive(fn, "batchSize", batchSize);
+    requirePositive(fn, "seqLen", seqLen);
+    int64_t const rows = static_cast<int64_t>(batchSize) * seqLen;
+    if (rowBegin < 0 || rowBegin > rowEnd || rowEnd > rows) {
+        fail(fn, "need 0 <= rowBegin <= rowEnd <= batchSize * seqLen, got rowBegin ", rowBegin, ", rowEnd ", rowEnd,
+             ", batchSize * seqLen ", rows);
+    }
+    launchExpandImpl(outIdx, sortedIds, contextLengths, seqLen, rowBegin, rowEnd, stream);
+}
+
+} // namespace kernel
+} // namespace trt_edgellm

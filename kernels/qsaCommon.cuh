@@ -1,0 +1,245 @@
+// Internal helpers shared by the QSA indexer kernels: the contract's `ieee` numerics (section 4), the
+// paged-pool addressing and guards (section 3), and host-side argument checks (section 2).
+// Every floating-point operation here is written with an explicitly rounded intrinsic (__fmul_rn,
+// __fadd_rn, fmaf) so that the result does not depend on --fmad; the build also passes --fmad=false.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <cstdint>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/qsaIndexerKernels.h"
+
+namespace trt_edgellm {
+namespace kernel {
+namespace qsa_detail {
+
+constexpr int kHeads = kQSA_INDEXER_NUM_HEADS;    // 4
+constexpr int kDim = kQSA_INDEXER_HEAD_DIM;       // 128
+constexpr int kQkWidth = kQSA_INDEX_QK_WIDTH;     // 640
+constexpr int kWidth = kQSA_INDEX_WIDTH;          // 2051
+constexpr int kTopK = kQSA_BLOCK_TOPK;            // 512
+constexpr int kRawKCol = kHeads * kDim;           // raw k at columns [512, 640)
+constexpr uint32_t kLogitScaleBits = 0x3DB504F3u; // float nearest 1/sqrt(128)
+constexpr uint32_t kFull = 0xFFFFFFFFu;
+
+// ---------------------------------------------------------------------------------------------
+// Numerics (contract section 4)
+// ---------------------------------------------------------------------------------------------
+
+template <typename T>
+struct TypeOps;
+
+// Casts from T are exact; casts to T round to nearest even, overflow to +-inf, and EVERY NaN becomes
+// 0x7FFF (sign and payload dropped). CUDA's cvt already gives the canonical NaN, but the sm_75 bf16
+// path is a software emulation: canonicalize explicitly so the rule holds on every architecture.
+template <>
+struct TypeOps<__half> {
+    __device__ static float toFloat(__half x) { return __half2float(x); }
+    __device__ static __half fromFloat(float f) {
+        if (f != f) {
+            return __ushort_as_half(static_cast<unsigned short>(0x7FFFu));
+        }
+        return __float2half_rn(f);
+    }
+};
+
+template <>
+struct TypeOps<__nv_bfloat16> {
+    __device__ static float toFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
+    __device__ static __nv_bfloat16 fromFloat(float f) {
+        if (f != f) {
+            return __ushort_as_bfloat16(static_cast<unsigned short>(0x7FFFu));
+        }
+        return __float2bfloat16_rn(f);
+    }
+};
+
+// Raw 16-bit patterns of T (pool copies are bit-unmodified; zeros are +0.0 = 0x0000).
+template <typename T>
+__device__ __forceinline__ float bitsToFloat(uint16_t bits) {
+    T v;
+    *reinterpret_cast<uint16_t*>(&v) = bits;
+    return TypeOps<T>::toFloat(v);
+}
+
+template <typename T>
+__device__ __forceinline__ uint16_t floatToBits(float f) {
+    T v = TypeOps<T>::fromFloat(f);
+    return *reinterpret_cast<uint16_t*>(&v);
+}
+
+// relu(x) = x > 0 ? x : +0.0 (NaN and -0.0 become +0.0).
+__device__ __forceinline__ float reluPos(float x) {
+    return x > 0.0f ? x : 0.0f;
+}
+
+__device__ __forceinline__ float logitScale() {
+    return __uint_as_float(kLogitScaleBits);
+}
+
+// warpSum: for m in 16, 8, 4, 2, 1: p[l] = p[l] + p[l ^ m]. Every lane ends with the same bits.
+__device__ __forceinline__ float warpSum(float p) {
+#pragma unroll
+    for (int m = 16; m >= 1; m >>= 1) {
+        p = __fadd_rn(p, __shfl_xor_sync(kFull, p, m));
+    }
+    return p;
+}
+
+// normRope on one warp. Lane l holds sq[0..3] = x[4l + i] (for the sum of squares) and
+// xo[0..3] = x[l + 32 j] (for the output dims l, l + 32, l + 64, l + 96); w likewise at l + 32 j.
+// Returns the FP32 outputs o[l + 32 j] (cast to T by the caller, once).
+__device__ __forceinline__ void normRopeWarp(float const sq[4], float const xo[4], float const wo[4], float rmsEps,
+                                             float cosv, float sinv, float out[4]) {
+    // 1. partial[l] = +0.0; partial[l] = fma(x[4l+i], x[4l+i], partial[l]) for i = 0..3.
+    float partial = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        partial = fmaf(sq[i], sq[i], partial);
+    }
+    // 2. s = warpSum(partial); v = fma(s, 1/128, rmsEps).
+    float const s = warpSum(partial);
+    float const v = fmaf(s, 0.0078125f, rmsEps);
+    // 3. correctly rounded 1/sqrt.
+    float const inv = __frsqrt_rn(v);
+    // 4. y[d] = (x[d] * inv) * (1 + w[d]), three roundings.
+    float y[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        y[j] = __fmul_rn(__fmul_rn(xo[j], inv), __fadd_rn(1.0f, wo[j]));
+    }
+    // 5. neox rope over dims [0, 64): o[i] = fma(y[i], c, -(y[i+32] s)); o[i+32] = fma(y[i+32], c, y[i] s).
+    out[0] = fmaf(y[0], cosv, -__fmul_rn(y[1], sinv));
+    out[1] = fmaf(y[1], cosv, __fmul_rn(y[0], sinv));
+    out[2] = y[2];
+    out[3] = y[3];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paged pool (contract section 3)
+// ---------------------------------------------------------------------------------------------
+
+struct PoolDev {
+    uint16_t* pool;
+    int32_t const* pageTable;
+    int32_t maxPagesPerSeq;
+    int32_t numPages;
+    int32_t numKVHeads;
+    int32_t poolHeadDim;
+    int32_t headSize;
+};
+
+inline PoolDev toPoolDev(QsaIndexerPoolState const& p) {
+    return PoolDev{static_cast<uint16_t*>(p.poolPtr),
+                   p.pageTable,
+                   p.maxPagesPerSeq,
+                   p.numPages,
+                   p.numKVHeads,
+                   p.poolHeadDim,
+                   p.headSize};
+}
+
+// Element offset of the indexer tail (head 0, column headSize) of `token` of sequence b in plane
+// 0 (K ids in [0, numPages)) or 1 (V ids in [numPages, 2 numPages)); -1 when the entry is a hole,
+// outside its plane, or the slot is >= maxPagesPerSeq (never dereferenced then).
+__device__ __forceinline__ int64_t poolTailOffset(PoolDev const& p, int64_t b, int plane, int64_t token) {
+    if (token < 0) {
+        return -1;
+    }
+    int64_t const slot = token >> 7;
+    if (slot >= p.maxPagesPerSeq) {
+        return -1;
+    }
+    int32_t const page = p.pageTable[(b * 2 + plane) * p.maxPagesPerSeq + slot];
+    int64_t const lo = plane == 0 ? 0 : static_cast<int64_t>(p.numPages);
+    if (page < lo || page >= lo + p.numPages) {
+        return -1;
+    }
+    return ((static_cast<int64_t>(page) * kQSA_TOKENS_PER_PAGE + (token & 127)) * p.numKVHeads) * p.poolHeadDim +
+           p.headSize;
+}
+
+__device__ __forceinline__ int clampCtx(int32_t ctx, int64_t hi) {
+    return static_cast<int>(ctx < 0 ? 0 : (ctx > hi ? hi : ctx));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host-side checks (contract section 2)
+// ---------------------------------------------------------------------------------------------
+
+template <typename... Args>
+[[noreturn]] inline void fail(char const* fn, Args const&... parts) {
+    std::ostringstream os;
+    os << fn << ": ";
+    (os << ... << parts);
+    throw std::runtime_error(os.str());
+}
+
+inline void requirePtr(char const* fn, char const* name, void const* p) {
+    if (p == nullptr) {
+        fail(fn, name, " is null");
+    }
+}
+
+inline void requirePositive(char const* fn, char const* name, int64_t v) {
+    if (v <= 0) {
+        fail(fn, name, " must be > 0, got ", v);
+    }
+}
+
+inline void requireNonNegative(char const* fn, char const* name, int64_t v) {
+    if (v < 0) {
+        fail(fn, name, " must be >= 0, got ", v);
+    }
+}
+
+inline void checkPoolState(char const* fn, QsaIndexerPoolState const& p) {
+    requirePtr(fn, "poolState.poolPtr", p.poolPtr);
+    requirePtr(fn, "poolState.pageTable", p.pageTable);
+    if (p.numPages <= 0) {
+        fail(fn, "poolState.numPages must be > 0, got ", p.numPages);
+    }
+    if (p.numKVHeads <= 0) {
+        fail(fn, "poolState.numKVHeads must be > 0, got ", p.numKVHeads);
+    }
+    if (p.headSize <= 0) {
+        fail(fn, "poolState.headSize must be > 0, got ", p.headSize);
+    }
+    if (static_cast<int64_t>(p.headSize) + kDim > p.poolHeadDim) {
+        fail(fn, "poolState.headSize + 128 must be <= poolState.poolHeadDim, got headSize ", p.headSize,
+             " and poolHeadDim ", p.poolHeadDim);
+    }
+    if (p.maxPagesPerSeq <= 0) {
+        fail(fn, "poolState.maxPagesPerSeq must be > 0, got ", p.maxPagesPerSeq);
+    }
+}
+
+// A failed launch (bad configuration, sticky error) throws, naming the launcher.
+inline void checkLaunch(char const* fn) {
+    cudaError_t const e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        fail(fn, "launch failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")");
+    }
+}
+
+inline int64_t ceilDiv(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
+
+inline size_t alignUp128(size_t x) {
+    return (x + 127) & ~static_cast<size_t>(127);
+}
+
+// Grid dimension y/z limit: kernels loop over larger ranges with a grid stride.
+constexpr int64_t kMaxGridY = 65535;
+
+} // namespace qsa_detail
+} // namespace kernel
+} // namespace trt_edgellm

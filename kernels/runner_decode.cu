@@ -1,0 +1,79 @@
+// Decode runner and its workspace size (contract sections 2, 5, 6): B1, B2, split-counter zeroing, B3.
+// No allocation, no CUB, no host synchronization: safe to capture in a CUDA graph.
+#include "kernels/qsaCommon.cuh"
+
+namespace trt_edgellm {
+namespace kernel {
+namespace qsa_detail {
+namespace {
+
+struct DecodeLayout {
+    size_t qNormed = 0, logits = 0, total = 0;
+};
+
+DecodeLayout decodeLayout(int32_t batchSize, int32_t maxBlocks) {
+    DecodeLayout L;
+    L.qNormed = 0;
+    L.logits = alignUp128(static_cast<size_t>(batchSize) * kHeads * kDim * 2);
+    L.total = L.logits + alignUp128(static_cast<size_t>(batchSize) * maxBlocks * 4);
+    return L;
+}
+
+} // namespace
+} // namespace qsa_detail
+
+using namespace qsa_detail;
+
+size_t getQsaIndexerDecodeWorkspaceSize(int32_t maxBatchSize, int32_t maxBlocks) {
+    char const* fn = "getQsaIndexerDecodeWorkspaceSize";
+    requirePositive(fn, "maxBatchSize", maxBatchSize);
+    requirePositive(fn, "maxBlocks", maxBlocks);
+    return decodeLayout(maxBatchSize, maxBlocks).total;
+}
+
+template <typename T>
+void runQsaIndexerDecode(int32_t* outIdx, T const* indexQk, float const* cosSin, int32_t const* contextLengths,
+                         T const* wQ, T const* wK, float rmsEps, QsaIndexerPoolState const& poolState,
+                         int32_t* splitCounters, void* workspace, size_t workspaceBytes, int32_t batchSize,
+                         int32_t maxBlocks, cudaStream_t stream) {
+    char const* fn = "runQsaIndexerDecode";
+    requirePtr(fn, "outIdx", outIdx);
+    requirePtr(fn, "indexQk", indexQk);
+    requirePtr(fn, "cosSin", cosSin);
+    requirePtr(fn, "contextLengths", contextLengths);
+    requirePtr(fn, "wQ", wQ);
+    requirePtr(fn, "wK", wK);
+    requirePtr(fn, "workspace", workspace);
+    requirePositive(fn, "batchSize", batchSize);
+    requirePositive(fn, "maxBlocks", maxBlocks);
+    if (reinterpret_cast<uintptr_t>(workspace) % 128 != 0) {
+        fail(fn, "workspace must be 128-byte aligned, got address ", workspace);
+    }
+    checkPoolState(fn, poolState);
+    DecodeLayout const L = decodeLayout(batchSize, maxBlocks);
+    if (workspaceBytes < L.total) {
+        fail(fn, "workspaceBytes ", workspaceBytes, " is below the required ", L.total, " (batchSize ", batchSize,
+             ", maxBlocks ", maxBlocks, ")");
+    }
+    char* ws = static_cast<char*>(workspace);
+    T* qNormed = reinterpret_cast<T*>(ws + L.qNormed);
+    float* logits = reinterpret_cast<float*>(ws + L.logits);
+    launchQsaDecodePrep<T>(qNormed, indexQk, cosSin, contextLengths, wQ, wK, rmsEps, poolState, batchSize, maxBlocks,
+                           stream);
+    launchQsaDecodeScores<T>(logits, qNormed, contextLengths, poolState, batchSize, maxBlocks, stream);
+    if (splitCounters != nullptr) {
+        launchQsaZeroSplitCounters(splitCounters, batchSize, poolState.numKVHeads, stream);
+    }
+    launchQsaDecodeSelect(outIdx, logits, contextLengths, batchSize, maxBlocks, stream);
+}
+
+template void runQsaIndexerDecode<__half>(int32_t*, __half const*, float const*, int32_t const*, __half const*,
+                                          __half const*, float, QsaIndexerPoolState const&, int32_t*, void*, size_t,
+                                          int32_t, int32_t, cudaStream_t);
+template void runQsaIndexerDecode<__nv_bfloat16>(int32_t*, __nv_bfloat16 const*, float const*, int32_t const*,
+                                                 __nv_bfloat16 const*, __nv_bfloat16 const*, float,
+                                                 QsaIndexerPoolState const&, int32_t*, void*, size_t, int32_t, int32_t,
+                                                 cudaStream_t);
+
+} // namespace kernel
+} // namespace trt_edgellm

@@ -1,0 +1,276 @@
+// K2 scores (contract section 4): logit(r, g) for the visible entries, -FLT_MAX elsewhere.
+//
+// Register-tiled: a CTA of 128 threads owns 64 rows x 32 blocks of one sequence; each thread computes
+// 4 rows x 4 blocks. The contract's per-lane order is kept exactly inside one thread: for every
+// (row, block, head), partial[l] = fma chain over i = 0..3 of q[l + 32i] * k[l + 32i] starting at +0.0,
+// and the butterfly warpSum is evaluated as the tree it equals: a[l] = p[l] + p[l+16], then
+// b[l] = a[l] + a[l+8], c[l] = b[l] + b[l+4], d[l] = c[l] + c[l+2], e = d[0] + d[1] (float addition
+// is commutative, so lane l's p[l] + p[l^m] and lane l^m's p[l^m] + p[l] are the same bits). The
+// leaves are visited in bit-reversed order so the tree folds like a binary counter with 4 pending
+// values. Heads then add in order ((relu0 + relu1) + relu2) + relu3 (starting from +0.0 changes no bit
+// since every relu is >= +0.0), times 0x3DB504F3.
+//
+// Shared memory holds q (one head at a time) and kbar as floats, element d = l + 32 i at float4 slot
+// (l ^ (row & 7)) so that a warp's 4 q rows and 8 k rows hit distinct banks.
+#include <cfloat>
+
+#include "kernels/qsaCommon.cuh"
+#include "kernels/qsaInternal.h"
+
+namespace trt_edgellm {
+namespace kernel {
+namespace qsa_detail {
+namespace {
+
+constexpr int kTileRows = 64;
+constexpr int kTileBlocks = 32;
+constexpr int kThreads = 128;
+
+__device__ __forceinline__ int swz(int row, int l) {
+    return row * 32 + (l ^ (row & 7));
+}
+
+// Stage rows [0, n) of a 128-wide T matrix into shared float4 slots; rows >= nValid read as +0.0.
+template <typename T>
+__device__ __forceinline__ void stageRows(float4* dst, T const* src, int64_t srcStride, int nRows, int nValid) {
+    for (int idx = threadIdx.x; idx < nRows * 32; idx += kThreads) {
+        int const row = idx >> 5;
+        int const l = idx & 31;
+        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (row < nValid) {
+            T const* p = src + row * srcStride + l;
+            v.x = TypeOps<T>::toFloat(p[0]);
+            v.y = TypeOps<T>::toFloat(p[32]);
+            v.z = TypeOps<T>::toFloat(p[64]);
+            v.w = TypeOps<T>::toFloat(p[96]);
+        }
+        dst[swz(row, l)] = v;
+    }
+}
+
+__device__ __forceinline__ float lanePartial(float4 q, float4 k) {
+    float p = fmaf(q.x, k.x, 0.0f); // partial[l] starts at +0.0
+    p = fmaf(q.y, k.y, p);
+    p = fmaf(q.z, k.z, p);
+    p = fmaf(q.w, k.w, p);
+    return p;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    scoresKernel(float* logits, int32_t* ids, T const* qNormed, T const* kbar, int32_t const* contextLengths,
+                 int32_t seqLen, int32_t numBlocks, int64_t rowBegin, int64_t rowEnd, int64_t tileStart,
+                 int32_t tilesPerSeq, int32_t gTiles, bool writeInvisible) {
+    __shared__ float4 qs[kTileRows * 32];
+    __shared__ float4 ks[kTileBlocks * 32];
+
+    int64_t const tile = tileStart + blockIdx.x;
+    int64_t const b = tile / tilesPerSeq;
+    int const t0 = static_cast<int>(tile - b * tilesPerSeq) * kTileRows;
+    int64_t const seqRow0 = b * seqLen;
+    int const ctx = clampCtx(contextLengths[b], seqLen);
+    // Rows of this tile inside [rowBegin, rowEnd) and the sequence: t in [tLo, tHi).
+    int const tLo = static_cast<int>(max(static_cast<int64_t>(t0), rowBegin - seqRow0));
+    int const tHi = static_cast<int>(min(static_cast<int64_t>(min(t0 + kTileRows, seqLen)), rowEnd - seqRow0));
+    int const tVisHi = min(tHi, ctx);                  // rows t < tVisHi may have visible entries
+    int const nVisMax = tVisHi > tLo ? tVisHi / 4 : 0; // nVis of the tile's last visible row
+
+    int const tx = threadIdx.x & 7;  // blocks g0 + tx + 8 jc
+    int const ty = threadIdx.x >> 3; // rows t0 + ty + 16 ir
+    float const negMax = -FLT_MAX;
+
+    for (int gy = blockIdx.y; gy < gTiles; gy += gridDim.y) {
+        int const g0 = gy * kTileBlocks;
+        int const gHi = min(g0 + kTileBlocks, numBlocks);
+        if (g0 >= nVisMax) {
+            // Whole tile invisible: reads nothing.
+            if (writeInvisible) {
+                for (int idx = threadIdx.x; idx < kTileRows * kTileBlocks; idx += kThreads) {
+                    int const t = t0 + idx / kTileBlocks;
+                    int const g = g0 + idx % kTileBlocks;
+                    if (t >= tLo && t < tHi && g < gHi) {
+                        logits[(seqRow0 + t - rowBegin) * numBlocks + g] = negMax;
+                    }
+                }
+            }
+            continue;
+        }
+        __syncthreads(); // previous iteration's readers of ks are done
+        stageRows(ks, kbar + (b * numBlocks + g0) * kDim, kDim, kTileBlocks, min(gHi, nVisMax) - g0);
+
+        float acc[4][4];
+#pragma unroll
+        for (int ir = 0; ir < 4; ++ir) {
+#pragma unroll
+            for (int jc = 0; jc < 4; ++jc) {
+                acc[ir][jc] = 0.0f;
+            }
+        }
+        for (int h = 0; h < kHeads; ++h) {
+            __syncthreads();                        // previous head's readers of qs are done
+            int const qValid = max(0, tVisHi - t0); // padded rows (t >= ctx) are never read
+            stageRows(qs, qNormed + ((seqRow0 + t0) * kHeads + h) * kDim, static_cast<int64_t>(kHeads) * kDim,
+                      kTileRows, qValid);
+            __syncthreads();
+
+            float pend[4][4][4]; // pending tree values per (row, block) and level
+            float p0[4][4];
+#pragma unroll
+            for (int j = 0; j < 16; ++j) {
+                // bit-reversed leaf order: l = rev4(j)
+                int const l = ((j & 1) << 3) | ((j & 2) << 1) | ((j & 4) >> 1) | ((j & 8) >> 3);
+                {
+                    float4 qv[4], kv[4];
+#pragma unroll
+                    for (int ir = 0; ir < 4; ++ir) {
+                        int const row = ty + 16 * ir;
+                        qv[ir] = qs[swz(row, l)];
+                    }
+#pragma unroll
+                    for (int jc = 0; jc < 4; ++jc) {
+                        int const row = tx + 8 * jc;
+                        kv[jc] = ks[swz(row, l)];
+                    }
+#pragma unroll
+                    for (int ir = 0; ir < 4; ++ir) {
+#pragma unroll
+                        for (int jc = 0; jc < 4; ++jc) {
+                            p0[ir][jc] = lanePartial(qv[ir], kv[jc]);
+                        }
+                    }
+                }
+                {
+                    float4 qv[4], kv[4];
+#pragma unroll
+                    for (int ir = 0; ir < 4; ++ir) {
+                        int const row = ty + 16 * ir;
+                        qv[ir] = qs[swz(row, l + 16)];
+                    }
+#pragma unroll
+                    for (int jc = 0; jc < 4; ++jc) {
+                        int const row = tx + 8 * jc;
+                        kv[jc] = ks[swz(row, l + 16)];
+                    }
+#pragma unroll
+                    for (int ir = 0; ir < 4; ++ir) {
+#pragma unroll
+                        for (int jc = 0; jc < 4; ++jc) {
+                            float const a = __fadd_rn(p0[ir][jc], lanePartial(qv[ir], kv[jc])); // a[l]
+                            // fold like a binary counter: level 0 = a, 1 = b, 2 = c, 3 = d
+                            if ((j & 1) == 0) {
+                                pend[ir][jc][0] = a;
+                            } else {
+                                float const bb = __fadd_rn(pend[ir][jc][0], a);
+                                if ((j & 2) == 0) {
+                                    pend[ir][jc][1] = bb;
+                                } else {
+                                    float const cc = __fadd_rn(pend[ir][jc][1], bb);
+                                    if ((j & 4) == 0) {
+                                        pend[ir][jc][2] = cc;
+                                    } else {
+                                        float const dd = __fadd_rn(pend[ir][jc][2], cc);
+                                        if ((j & 8) == 0) {
+                                            pend[ir][jc][3] = dd;
+                                        } else {
+                                            float const e = __fadd_rn(pend[ir][jc][3], dd); // dot_h
+                                            acc[ir][jc] = __fadd_rn(acc[ir][jc], reluPos(e));
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+
+        float const scale = logitScale();
+#pragma unroll
+        for (int ir = 0; ir < 4; ++ir) {
+            int const t = t0 + ty + 16 * ir;
+            if (t < tLo || t >= tHi) {
+                continue;
+            }
+            int const nVis = t < ctx ? (t + 1) / 4 : 0;
+            int64_t const base = (seqRow0 + t - rowBegin) * numBlocks;
+#pragma unroll
+            for (int jc = 0; jc < 4; ++jc) {
+                int const g = g0 + tx + 8 * jc;
+                if (g >= gHi) {
+                    continue;
+                }
+                if (g < nVis) {
+                    logits[base + g] = __fmul_rn(acc[ir][jc], scale);
+                    if (ids != nullptr) {
+                        ids[base + g] = g;
+                    }
+                } else if (writeInvisible) {
+                    logits[base + g] = negMax;
+                }
+            }
+        }
+    }
+}
+
+} // namespace
+
+template <typename T>
+void launchScoresImpl(char const* fn, float* logits, int32_t* ids, T const* qNormed, T const* kbar,
+                      int32_t const* contextLengths, int32_t batchSize, int32_t seqLen, int64_t rowBegin,
+                      int64_t rowEnd, bool writeInvisible, cudaStream_t stream) {
+    if (rowBegin == rowEnd) {
+        return;
+    }
+    int64_t const numBlocks = ceilDiv(seqLen, 4);
+    int64_t const tilesPerSeq = ceilDiv(seqLen, kTileRows);
+    int64_t const bFirst = rowBegin / seqLen;
+    int64_t const bLast = (rowEnd - 1) / seqLen;
+    int64_t const tileStart = bFirst * tilesPerSeq + (rowBegin - bFirst * seqLen) / kTileRows;
+    int64_t const tileEnd = bLast * tilesPerSeq + ceilDiv(rowEnd - bLast * seqLen, kTileRows);
+    int64_t const gTiles = ceilDiv(numBlocks, kTileBlocks);
+    int64_t const tiles = tileEnd - tileStart;
+    if (tiles > 0x7FFFFFFF) {
+        fail(fn, "too many rows in one call: ", rowEnd - rowBegin);
+    }
+    dim3 const grid(static_cast<unsigned>(tiles), static_cast<unsigned>(gTiles < kMaxGridY ? gTiles : kMaxGridY));
+    scoresKernel<T><<<grid, kThreads, 0, stream>>>(
+        logits, ids, qNormed, kbar, contextLengths, seqLen, static_cast<int32_t>(numBlocks), rowBegin, rowEnd,
+        tileStart, static_cast<int32_t>(tilesPerSeq), static_cast<int32_t>(gTiles), writeInvisible);
+    checkLaunch(fn);
+}
+
+template void launchScoresImpl<__half>(char const*, float*, int32_t*, __half const*, __half const*, int32_t const*,
+                                       int32_t, int32_t, int64_t, int64_t, bool, cudaStream_t);
+template void launchScoresImpl<__nv_bfloat16>(char const*, float*, int32_t*, __nv_bfloat16 const*, __nv_bfloat16 const*,
+                                              int32_t const*, int32_t, int32_t, int64_t, int64_t, bool, cudaStream_t);
+
+} // namespace qsa_detail
+
+using namespace qsa_detail;
+
+template <typename T>
+void launchQsaScores(float* logits, T const* qNormed, T const* kbar, int32_t const* contextLengths, int32_t batchSize,
+                     int32_t seqLen, int32_t rowBegin, int32_t rowEnd, cudaStream_t stream) {
+    char const* fn = "launchQsaScores";
+    requirePtr(fn, "logits", logits);
+    requirePtr(fn, "qNormed", qNormed);
+    requirePtr(fn, "kbar", kbar);
+    requirePtr(fn, "contextLengths", contextLengths);
+    requirePositive(fn, "batchSize", batchSize);
+    requirePositive(fn, "seqLen", seqLen);
+    int64_t const rows = static_cast<int64_t>(batchSize) * seqLen;
+    if (rowBegin < 0 || rowBegin > rowEnd || rowEnd > rows) {
+        fail(fn, "need 0 <= rowBegin <= rowEnd <= batchSize * seqLen, got rowBegin ", rowBegin, ", rowEnd ", rowEnd,
+             ", batchSize * seqLen ", rows);
+    }
+    launchScoresImpl<T>(fn, logits, nullptr, qNormed, kbar, contextLengths, batchSize, seqLen, rowBegin, rowEnd, true,
+                        stream);
+}
+
+template void launchQsaScores<__half>(float*, __half const*, __half const*, int32_t const*, int32_t, int32_t, int32_t,
+                                      int32_t, cudaStream_t);
+template void launchQsaScores<__nv_bfloat16>(float*, __nv_bfloat16 const*, __nv_bfloat16 const*, int32_t const*,
+                                             int32_t, int32_t, int32_t, int32_t, cudaStream_t);
+
+} // namespace kernel
+} // namespace trt_edgellm
