@@ -1,0 +1,371 @@
+// Hand-derived golden cases of the whole pipelines (contract sections 4-5). Inputs are small and chosen so
+// that every expected value can be derived on paper; each derivation is in the comment next to it. None of
+// the expected values comes from running the reference.
+//
+// Shared derivations (T = half, gammas w = 0, rmsEps = 0, cos = 1, sin = 0 unless a test says otherwise):
+//  (N1) normRope of x with every |x[d]| = 1: each lane's chain fma(x,x,.) gives 1, 2, 3, 4 exactly; the
+//       butterfly of 32 fours is 128 (exact); v = fma(128, 2^-7, 0) = 1; inv = 1/sqrt(1) = 1; y = (x * 1) *
+//       (1 + 0) = x; rope with c = 1, s = 0: o[i] = fma(y[i], 1, -(y[i+32] * 0)) = y[i] + (+-0) = y[i], same
+//       for o[i+32]. So normRope(x) = x: qNormed / kbar are the input signs as half +-1 (0x3C00 / 0xBC00).
+//  (N2) K1b block mean of four equal +-1 tokens: (((a + a) + a) + a) * 0.25 = a exactly.
+//  (N3) K2 of q = all +1 against kbar k: lane l's chain sums k[l], k[l+32], k[l+64], k[l+96] (exact small
+//       integers); the butterfly sums 32 integers (exact): dot_h = sum of k. logit = 4 * relu(dot) *
+//       0x3DB504F3; for dot = 128: 512 * c = 0x3DB504F3 + (9 << 23) = 0x423504F3 (a power of two times c is
+//       exact); for dot = 64: 256 * c = 0x41B504F3; for dot = 0: +0.0.
+//  (A)  pattern A: dims [0, 64) = -1, [64, 128) = +1. Against q = +1: lane l (l < 32) chains
+//       fma(1,-1,0) = -1, fma(1,-1,-1) = -2, fma(1,1,-2) = -1, fma(1,1,-1) = +0 (exact zero is +0 in RNE),
+//       so every lane is +0, dot = +0, logit = +0.0 (bits 0).
+#include "reference/byStages.h"
+#include "reference/numerics.h"
+#include "reference/qsaReference.h"
+#include "reference/stages.h"
+#include "reference/testutil.h"
+
+#include <gtest/gtest.h>
+
+#include <cfloat>
+
+namespace qsa {
+namespace ref {
+namespace {
+
+using test::kHalfMinusOne;
+using test::kHalfNaN;
+using test::kHalfOne;
+using test::rowOf;
+using test::rowVec;
+
+constexpr uint32_t kLogit128 = 0x423504F3u; // (N3) dot = 128 on every head
+constexpr uint32_t kLogit64 = 0x41B504F3u;  // (N3) dot = 64 on every head
+
+void setQ(PrefillCase& c, int32_t b, int32_t t, uint16_t v) {
+    uint16_t* row = test::qkRow(c, b, t);
+    for (int e = 0; e < 512; ++e) {
+        row[e] = v;
+    }
+}
+
+void setKPatternA(PrefillCase& c, int32_t b, int32_t t) {
+    uint16_t* k = test::qkRow(c, b, t) + 512;
+    for (int d = 0; d < 128; ++d) {
+        k[d] = d < 64 ? kHalfMinusOne : kHalfOne;
+    }
+}
+
+void setKAll(PrefillCase& c, int32_t b, int32_t t, uint16_t v) {
+    uint16_t* k = test::qkRow(c, b, t) + 512;
+    for (int d = 0; d < 128; ++d) {
+        k[d] = v;
+    }
+}
+
+// B = 7 sequences of S = 8 with ctx = 0, 1, 3, 4, 5, 7, 8. Real rows (t < ctx): q = +1; block 0's tokens
+// have k = pattern A, block 1's tokens k = +1. Every row t >= ctx is NaN (0x7E00) everywhere: padded inputs
+// must never be read.
+PrefillCase contextLengthsCase() {
+    std::vector<int32_t> const ctx = {0, 1, 3, 4, 5, 7, 8};
+    PrefillCase c = test::blankPrefill(DType::kHalf, 7, 8, ctx, kHalfNaN);
+    for (int32_t b = 0; b < 7; ++b) {
+        for (int32_t t = 0; t < ctx[b]; ++t) {
+            setQ(c, b, t, kHalfOne);
+            if (t < 4) {
+                setKPatternA(c, b, t);
+            } else {
+                setKAll(c, b, t, kHalfOne);
+            }
+        }
+    }
+    return c;
+}
+
+// Expected row t of a sequence with t < ctx in contextLengthsCase (contract K4): nVis = (t + 1) / 4,
+// tail = (t + 1) % 4.
+std::vector<int32_t> expectedRow(int32_t t) {
+    switch (t) {
+    case 0:
+        return rowOf({0}); // nVis 0, tail 1: token 4*0 + 0
+    case 1:
+        return rowOf({0, 1}); // nVis 0, tail 2
+    case 2:
+        return rowOf({0, 1, 2}); // nVis 0, tail 3
+    case 3:
+        return rowOf({0, 1, 2, 3}); // nVis 1 (block 0), tail 0
+    case 4:
+        return rowOf({0, 1, 2, 3, 4}); // block 0, tail 1: 4*1 + 0
+    case 5:
+        return rowOf({0, 1, 2, 3, 4, 5}); // block 0, tail 2
+    case 6:
+        return rowOf({0, 1, 2, 3, 4, 5, 6});
+    // nVis 2: block 1 (logit 0x423504F3) before block 0 (+0.0), tail 0.
+    case 7:
+        return rowOf({4, 5, 6, 7, 0, 1, 2, 3});
+    default:
+        return rowOf({});
+    }
+}
+
+void checkContextLengthsResult(PrefillResult const& r) {
+    std::vector<int32_t> const ctx = {0, 1, 3, 4, 5, 7, 8};
+    for (int32_t b = 0; b < 7; ++b) {
+        for (int32_t t = 0; t < 8; ++t) {
+            int64_t const row = b * 8 + t;
+            // Padded rows (t >= ctx, all of ctx = 0) are all -1.
+            std::vector<int32_t> const want = t < ctx[b] ? expectedRow(t) : rowOf({});
+            EXPECT_EQ(rowVec(r.outIdx, row), want) << "b=" << b << " ctx=" << ctx[b] << " t=" << t;
+            // qNormed: (N1) +1 for real rows; exact zeros for padded rows.
+            for (int e = 0; e < 512; ++e) {
+                ASSERT_EQ(r.qNormed[row * 512 + e], t < ctx[b] ? kHalfOne : 0) << "b=" << b << " t=" << t;
+            }
+            // logits [B*S, 2]: (A) block 0 = +0.0, (N3) block 1 = 0x423504F3; invisible / padded -FLT_MAX.
+            int32_t const nVis = t < ctx[b] ? (t + 1) / 4 : 0;
+            EXPECT_EQ(test::bitsOfFloat(r.logits[row * 2 + 0]), nVis > 0 ? 0u : test::bitsOfFloat(-FLT_MAX));
+            EXPECT_EQ(test::bitsOfFloat(r.logits[row * 2 + 1]), nVis > 1 ? kLogit128 : test::bitsOfFloat(-FLT_MAX));
+        }
+        // kbar: block 0 valid iff 3 < ctx: (N2)+(N1) pattern A; block 1 valid iff 7 < ctx: +1. Else zeros.
+        for (int d = 0; d < 128; ++d) {
+            uint16_t const a = d < 64 ? kHalfMinusOne : kHalfOne;
+            EXPECT_EQ(r.kbar[(b * 2 + 0) * 128 + d], ctx[b] >= 4 ? a : 0) << "b=" << b << " d=" << d;
+            EXPECT_EQ(r.kbar[(b * 2 + 1) * 128 + d], ctx[b] >= 8 ? kHalfOne : 0) << "b=" << b << " d=" << d;
+        }
+    }
+}
+
+TEST(GoldenPrefill, ContextLengths0134578) {
+    checkContextLengthsResult(runPrefill(contextLengthsCase()));
+}
+
+TEST(GoldenPrefill, ContextLengthsByStages) {
+    // The literal stage composition, with chunks of 5 rows so that chunk boundaries cut sequences.
+    checkContextLengthsResult(runPrefillByStages(contextLengthsCase(), 5));
+}
+
+TEST(GoldenPrefill, ContextLengthsRowSubset) {
+    PrefillCase const c = contextLengthsCase();
+    std::vector<int64_t> rows = {55, 0, 47, 54, 30, 31, 6, 7, 13};
+    std::vector<int32_t> const out = runPrefillRows(c, rows);
+    std::vector<int32_t> const ctx = {0, 1, 3, 4, 5, 7, 8};
+    for (size_t i = 0; i < rows.size(); ++i) {
+        int32_t const b = static_cast<int32_t>(rows[i] / 8);
+        int32_t const t = static_cast<int32_t>(rows[i] % 8);
+        EXPECT_EQ(rowVec(out, static_cast<int64_t>(i)), t < ctx[b] ? expectedRow(t) : rowOf({})) << rows[i];
+    }
+}
+
+TEST(GoldenPrefill, TiesByAscendingBlockId) {
+    // S = ctx = 16, q = +1. Blocks 0 and 2: pattern A (logit +0.0); blocks 1 and 3: +1 (logit 0x423504F3).
+    // Row 15: nVis 4, tail 0. Logit descending, equal logits by ascending id: 1, 3, then 0, 2.
+    PrefillCase c = test::blankPrefill(DType::kHalf, 1, 16, {16}, kHalfOne);
+    for (int32_t t = 0; t < 16; ++t) {
+        if ((t / 4) % 2 == 0) {
+            setKPatternA(c, 0, t);
+        }
+    }
+    PrefillResult const r = runPrefill(c);
+    EXPECT_EQ(rowVec(r.outIdx, 15), rowOf({4, 5, 6, 7, 12, 13, 14, 15, 0, 1, 2, 3, 8, 9, 10, 11}));
+    // Row 11: nVis 3 (blocks 0, 1, 2): 1, then 0, 2.
+    EXPECT_EQ(rowVec(r.outIdx, 11), rowOf({4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11}));
+    // Row 14: nVis 3, tail 3: 1, 0, 2, then tokens 12, 13, 14.
+    EXPECT_EQ(rowVec(r.outIdx, 14), rowOf({4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14}));
+    EXPECT_EQ(runPrefillByStages(c).outIdx, r.outIdx);
+}
+
+TEST(GoldenPrefill, RopeRotatesFirst64Dims) {
+    // S = ctx = 8, all q = +1, all k = +1, but cosSin row 4 has cos = 0, sin = 1 (others cos 1, sin 0).
+    // Block 1 (pos 4): y = +1 (N1), o[i] = fma(1, 0, -(1 * 1)) = -1 for i < 32, o[i+32] = fma(1, 0, 1 * 1) = +1,
+    // o[d] = 1 for d >= 64. The query row 4 (pos 4) gets the same vector; rows at other positions stay +1.
+    // Row 7 (q all +1) against block 1: per lane -1 + 1 + 1 + 1 = 2, dot = 64 -> logit 0x41B504F3 (N3);
+    // against block 0 (all +1, pos 0): dot 128 -> 0x423504F3. Row 7 order: block 0, then block 1.
+    PrefillCase c = test::blankPrefill(DType::kHalf, 1, 8, {8}, kHalfOne);
+    for (int i = 0; i < 32; ++i) {
+        c.cosSin[4 * 64 + i] = 0.0f;
+        c.cosSin[4 * 64 + 32 + i] = 1.0f;
+    }
+    PrefillResult const r = runPrefill(c);
+    for (int d = 0; d < 128; ++d) {
+        uint16_t const rotated = d < 32 ? kHalfMinusOne : kHalfOne;
+        EXPECT_EQ(r.kbar[1 * 128 + d], rotated) << d;
+        EXPECT_EQ(r.kbar[0 * 128 + d], kHalfOne) << d;
+        for (int h = 0; h < 4; ++h) {
+            EXPECT_EQ(r.qNormed[(4 * 4 + h) * 128 + d], rotated) << d;
+            EXPECT_EQ(r.qNormed[(7 * 4 + h) * 128 + d], kHalfOne) << d;
+        }
+    }
+    EXPECT_EQ(test::bitsOfFloat(r.logits[7 * 2 + 0]), kLogit128);
+    EXPECT_EQ(test::bitsOfFloat(r.logits[7 * 2 + 1]), kLogit64);
+    EXPECT_EQ(rowVec(r.outIdx, 7), rowOf({0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+TEST(GoldenPrefill, BlockMeanIsCastToTBeforeNormRope) {
+    // S = ctx = 4, half. Dim 0 of the four tokens: 4 (0x4400), 2^-9 (0x1800), 2^-18 (0x0040, subnormal), 0;
+    // every other dim +1. Mean of dim 0: ((4 + 2^-9) + 2^-18) + 0 = 4 + 2^-9 + 2^-18 (exact, 20 bits);
+    // * 0.25 = 1 + 2^-11 + 2^-20: above the half midpoint 1 + 2^-11, so the cast gives m0 = 1 + 2^-10.
+    // normRope of m = [1 + 2^-10, 1, ...]: lane 0: m0^2 = 1 + 2^-9 + 2^-20 (exact), + 1 + 1 + 1 (exact) =
+    // 4 + 2^-9 + 2^-20; other lanes 4. Butterfly lane 0: m=16: 8 + 2^-9 + 2^-20 (exact); m=8: 16 + 2^-9 +
+    // 2^-20 is a tie at ulp 2^-19 -> even 16 + 2^-9; then 32, 64, 128 + 2^-9 (exact). v = 1 + 2^-16.
+    // inv = RN(1 - 2^-17 + 3 * 2^-35 - ...) = 1 - 2^-17. y0 = (1 + 2^-10)(1 - 2^-17) = 1 + 2^-10 - 2^-17 -
+    // 2^-27 -> 1 + 2^-10 - 2^-17 (2^-27 < half ulp 2^-24); rope identity; cast: above 1 + 2^-11 -> 0x3C01.
+    // Other dims: 1 * inv = 1 - 2^-17 -> half 1 (0x3C00).
+    // Without the mean's cast: m0 = 1 + 2^-11 + 2^-20 gives v = 1 + 2^-17, inv = 1 - 2^-18 and y0 ~ 1 + 2^-11
+    // + 2^-20 - 2^-18 < 1 + 2^-11: the cast would give 0x3C00.
+    PrefillCase c = test::blankPrefill(DType::kHalf, 1, 4, {4}, kHalfOne);
+    uint16_t const dim0[4] = {0x4400, 0x1800, 0x0040, 0x0000};
+    for (int32_t t = 0; t < 4; ++t) {
+        test::qkRow(c, 0, t)[512] = dim0[t];
+    }
+    PrefillResult const r = runPrefill(c);
+    EXPECT_EQ(r.kbar[0], 0x3C01);
+    for (int d = 1; d < 128; ++d) {
+        EXPECT_EQ(r.kbar[d], kHalfOne) << d;
+    }
+}
+
+TEST(GoldenScores, NegativeZeroDotGivesPositiveZeroLogit) {
+    // bf16, S = ctx = 4: row 3 sees block 0. qNormed of row 3 = -2^-75 (0x9A00), kbar = 2^-75 (0x1A00).
+    // Each product is -2^-150, half the smallest subnormal: fma(q, k, +0) = RN(-2^-150) = -0.0 (tie, even),
+    // and fma(q, k, -0) = -0.0 again; the butterfly adds -0 + -0 = -0: dot = -0.0 on every head.
+    // relu(-0.0) = +0.0, so logit = (((+0 + +0) + +0) + +0) * c = +0.0 (bits 0). Rows 0..2: nVis 0.
+    std::vector<uint16_t> q(4 * 512, 0);
+    for (int e = 0; e < 512; ++e) {
+        q[3 * 512 + e] = 0x9A00;
+    }
+    std::vector<uint16_t> kbar(128, 0x1A00);
+    std::vector<float> logits(4, 1.0f);
+    int32_t const ctx = 4;
+    scores(DType::kBf16, logits.data(), q.data(), kbar.data(), &ctx, 1, 4, 0, 4);
+    EXPECT_EQ(test::bitsOfFloat(logits[3]), 0u);
+    for (int t = 0; t < 3; ++t) {
+        EXPECT_EQ(logits[t], -FLT_MAX);
+    }
+}
+
+// ---- decode -------------------------------------------------------------------------------------------
+
+// Pool: numPages 4, 1 KV head, poolHeadDim 256, headSize 128 (tail columns [128, 256)), maxPagesPerSeq 1.
+// Sequence b uses K page b and V page 2 + b (numPages = 2 for 2 sequences... here 4 pages, 3 sequences).
+HostPool smallPool(int32_t batchSize) {
+    HostPool p;
+    p.dims.numPages = 4;
+    p.dims.maxPagesPerSeq = 1;
+    p.dims.numKVHeads = 1;
+    p.dims.poolHeadDim = 256;
+    p.dims.headSize = 128;
+    p.pageTable.assign(static_cast<size_t>(batchSize) * 2, -1);
+    for (int32_t b = 0; b < batchSize; ++b) {
+        p.pageTable[b * 2 + 0] = b;     // K plane
+        p.pageTable[b * 2 + 1] = 4 + b; // V plane, already offset by numPages
+    }
+    p.data.assign(static_cast<size_t>(8) * 128 * 256, 0x1111); // sentinel bits everywhere
+    return p;
+}
+
+size_t cell(int32_t page, int32_t row, int32_t col) {
+    return (static_cast<size_t>(page) * 128 + row) * 256 + col;
+}
+
+TEST(GoldenDecode, OneStepThreeSequences) {
+    // b0: ctx 1 (pos 0): stores its raw k in K-tail of token 0; nVis 0, tail 1 -> [0].
+    // b1: ctx 4 (pos 3): completes block 0 from K-tails of tokens 0..2 (pre-filled with +1) and its input
+    //     k (+1): kbar = +1 (N1, N2) into V-tail of token 0; B2 reads it back: dot 128 -> 0x423504F3 (N3);
+    //     nVis 1 <= 512: all blocks, tail 0 -> [0, 1, 2, 3]. Its raw k is not stored.
+    // b2: ctx 5 (pos 4): K-tail of token 4 gets its raw k; block 0 read from the V-tail of token 0, which
+    //     holds pattern A: logit +0.0 (A); tail 1 -> [0, 1, 2, 3, 4].
+    // b3: ctx 0: invalid: zero qNormed, all -1, no pool cell, no logit.
+    DecodeCase c;
+    c.dtype = DType::kHalf;
+    c.batchSize = 4;
+    c.maxBlocks = 2;
+    c.indexQk.assign(4 * 640, kHalfOne);
+    for (int e = 0; e < 640; ++e) {
+        c.indexQk[3 * 640 + e] = kHalfNaN; // the invalid row is never read
+    }
+    c.cosSin = test::uniformCosSin(5, 1.0f, 0.0f);
+    c.contextLengths = {1, 4, 5, 0};
+    c.wQ.assign(128, 0);
+    c.wK.assign(128, 0);
+    c.rmsEps = 0.0f;
+    c.pool = smallPool(4);
+    c.pool.pageTable[3 * 2 + 0] = -1; // b3 has no pages
+    c.pool.pageTable[3 * 2 + 1] = -1;
+    for (int32_t t = 0; t < 3; ++t) {
+        for (int d = 0; d < 128; ++d) {
+            c.pool.data[cell(1, t, 128 + d)] = kHalfOne; // b1's K-tails of tokens 0..2
+        }
+    }
+    for (int d = 0; d < 128; ++d) {
+        c.pool.data[cell(4 + 2, 0, 128 + d)] = d < 64 ? kHalfMinusOne : kHalfOne; // b2's V-tail of block 0
+    }
+    c.hasSplitCounters = true;
+    c.splitCounters = {7, 7, 7, 7}; // [B, numKVHeads = 1]
+    DecodeResult const r = runDecode(c);
+    EXPECT_EQ(rowVec(r.outIdx, 0), rowOf({0}));
+    EXPECT_EQ(rowVec(r.outIdx, 1), rowOf({0, 1, 2, 3}));
+    EXPECT_EQ(rowVec(r.outIdx, 2), rowOf({0, 1, 2, 3, 4}));
+    EXPECT_EQ(rowVec(r.outIdx, 3), rowOf({}));
+    EXPECT_EQ(r.splitCountersAfter, std::vector<int32_t>({0, 0, 0, 0}));
+    EXPECT_EQ(test::bitsOfFloat(r.logits[1 * 2 + 0]), kLogit128);
+    EXPECT_EQ(test::bitsOfFloat(r.logits[2 * 2 + 0]), 0u);
+    for (int32_t b = 0; b < 4; ++b) {
+        EXPECT_EQ(r.logits[b * 2 + 1], -FLT_MAX); // beyond the valid prefix
+        for (int e = 0; e < 512; ++e) {
+            ASSERT_EQ(r.qNormed[b * 512 + e], b < 3 ? kHalfOne : 0);
+        }
+    }
+    EXPECT_EQ(r.logits[0], -FLT_MAX);
+    EXPECT_EQ(r.logits[3 * 2], -FLT_MAX);
+    // Pool: exactly these cells changed: b0's K-tail of token 0 (page 0 row 0), b1's V-tail of token 0
+    // (page 5 row 0, +1 bits), b2's K-tail of token 4 (page 2 row 4).
+    std::vector<uint16_t> want = c.pool.data;
+    for (int d = 0; d < 128; ++d) {
+        want[cell(0, 0, 128 + d)] = kHalfOne;
+        want[cell(5, 0, 128 + d)] = kHalfOne;
+        want[cell(2, 4, 128 + d)] = kHalfOne;
+    }
+    EXPECT_TRUE(r.poolAfter == want);
+}
+
+TEST(GoldenDecode, DroppedVTailWriteReadsZero) {
+    // ctx 4 with V page entry -1: B1's kbar write is dropped, B2 reads +0.0 for every element: dot = +0
+    // (fma(1, +0, +0) = +0), logit +0.0; output [0, 1, 2, 3]; the pool is unchanged (the completing
+    // token's raw k is not stored).
+    DecodeCase c;
+    c.dtype = DType::kHalf;
+    c.batchSize = 1;
+    c.maxBlocks = 1;
+    c.indexQk.assign(640, kHalfOne);
+    c.cosSin = test::uniformCosSin(4, 1.0f, 0.0f);
+    c.contextLengths = {4};
+    c.wQ.assign(128, 0);
+    c.wK.assign(128, 0);
+    c.rmsEps = 0.0f;
+    c.pool = smallPool(1);
+    c.pool.pageTable[1] = -1;
+    DecodeResult const r = runDecode(c);
+    EXPECT_EQ(test::bitsOfFloat(r.logits[0]), 0u);
+    EXPECT_EQ(rowVec(r.outIdx, 0), rowOf({0, 1, 2, 3}));
+    EXPECT_TRUE(r.poolAfter == c.pool.data);
+    EXPECT_TRUE(r.splitCountersAfter.empty());
+}
+
+TEST(GoldenDecode, RowBeyondMaxBlocksIsInvalid) {
+    // ctx 5 with maxBlocks 1: ceilDiv(5, 4) = 2 > 1: invalid: all -1, zero qNormed, no pool cell.
+    DecodeCase c;
+    c.dtype = DType::kHalf;
+    c.batchSize = 1;
+    c.maxBlocks = 1;
+    c.indexQk.assign(640, kHalfOne);
+    c.cosSin = test::uniformCosSin(5, 1.0f, 0.0f);
+    c.contextLengths = {5};
+    c.wQ.assign(128, 0);
+    c.wK.assign(128, 0);
+    c.pool = smallPool(1);
+    DecodeResult const r = runDecode(c);
+    EXPECT_EQ(rowVec(r.outIdx, 0), rowOf({}));
+    EXPECT_TRUE(r.poolAfter == c.pool.data);
+    for (int e = 0; e < 512; ++e) {
+        ASSERT_EQ(r.qNormed[e], 0);
+    }
+}
+
+} // namespace
+} // namespace ref
+} // namespace qsa
