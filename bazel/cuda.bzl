@@ -60,6 +60,12 @@ def _cuda_library_impl(ctx):
     args = ctx.actions.args()
     args.add_all(["-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-ccbin", cc_toolchain.compiler_executable])
     args.add_all(_ARCH_SETS[arch_set])
+
+    # Which SASS and PTX this object carries, for tools that must report it (certify).
+    sass = [g.split("code=sm_")[1] for g in _ARCH_SETS[arch_set] if "code=sm_" in g]
+    ptx = [g.split("code=compute_")[1] for g in _ARCH_SETS[arch_set] if "code=compute_" in g]
+    args.add("-DQSA_SASS_ARCHS=\"%s\"" % ",".join(sass))
+    args.add("-DQSA_PTX_ARCHS=\"%s\"" % ",".join(ptx))
     args.add_all(_NUMERICS)
     args.add_all(["-I.", "-I" + ctx.bin_dir.path, "-I" + ctx.genfiles_dir.path])
     args.add_all(dep_cctx.includes, format_each = "-I%s")
