@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <cfloat>
+#include <stdexcept>
+#include <string>
 
 namespace qsa {
 namespace ref {
@@ -35,37 +37,62 @@ namespace {
 
 using TileFn = void (*)(float const*, float const*, float*);
 
-std::atomic<bool> gForceGeneric{false};
+struct Variant {
+    char const* name;
+    TileFn fn;
+};
 
-TileFn pickTile(char const** name) {
-    if (!gForceGeneric.load()) {
+std::vector<Variant> supportedVariants() {
+    std::vector<Variant> v;
 #if defined(__x86_64__)
-        __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
-            __builtin_cpu_supports("fma")) {
-            *name = "avx512";
-            return &k2avx512::tileKernel;
-        }
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-            *name = "avx2";
-            return &k2avx2::tileKernel;
-        }
-#endif
+    __builtin_cpu_init();
+    bool const fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (fma && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) {
+        v.push_back({"avx512", &k2avx512::tileKernel});
     }
-    *name = "generic";
-    return &k2generic::tileKernel;
+    if (fma) {
+        v.push_back({"avx2", &k2avx2::tileKernel});
+    }
+#endif
+    v.push_back({"generic", &k2generic::tileKernel});
+    return v;
+}
+
+std::atomic<int> gForced{-1}; // index into supportedVariants(), -1: the best
+
+Variant pick() {
+    static std::vector<Variant> const variants = supportedVariants();
+    int const i = gForced.load();
+    return variants[i < 0 ? 0 : i];
 }
 
 } // namespace
 
 char const* k2Variant() {
-    char const* name = nullptr;
-    pickTile(&name);
-    return name;
+    return pick().name;
 }
 
-void k2ForceGeneric(bool on) {
-    gForceGeneric.store(on);
+std::vector<char const*> k2Variants() {
+    std::vector<char const*> names;
+    for (Variant const& v : supportedVariants()) {
+        names.push_back(v.name);
+    }
+    return names;
+}
+
+void k2ForceVariant(char const* name) {
+    if (name == nullptr) {
+        gForced.store(-1);
+        return;
+    }
+    std::vector<Variant> const variants = supportedVariants();
+    for (size_t i = 0; i < variants.size(); ++i) {
+        if (std::string(variants[i].name) == name) {
+            gForced.store(static_cast<int>(i));
+            return;
+        }
+    }
+    throw std::runtime_error(std::string("k2ForceVariant: variant '") + name + "' is not supported on this CPU");
 }
 
 KbarTiles makeKbarTiles(DType dt, uint16_t const* kbar, int32_t numBlocks) {
@@ -85,8 +112,7 @@ KbarTiles makeKbarTiles(DType dt, uint16_t const* kbar, int32_t numBlocks) {
 
 void scoreRowGroup(float const* const q[], int32_t const nVis[], int nRows, KbarTiles const& tiles, int32_t outBlocks,
                    float* const out[]) {
-    char const* name = nullptr;
-    TileFn const fn = pickTile(&name);
+    TileFn const fn = pick().fn;
     alignas(64) float qs[kTileRows * 512];
     int32_t maxVis = 0;
     for (int r = 0; r < kTileRows; ++r) {

@@ -34,8 +34,12 @@ void scoreRowGroup(float const* const q[], int32_t const nVis[], int nRows, Kbar
 // Which vector variant the engine runs on this CPU ("avx512", "avx2" or "generic"): for the bench.
 char const* k2Variant();
 
-// Forces the generic (non-vector-ISA) variant, for the test that holds the variants against each other.
-void k2ForceGeneric(bool on);
+// Variants this CPU can run, best first (e.g. {"avx512", "avx2", "generic"}).
+std::vector<char const*> k2Variants();
+
+// Forces a variant by name for the tests that hold the variants against each other; nullptr: the best one.
+// Throws std::runtime_error for a variant this CPU cannot run.
+void k2ForceVariant(char const* name);
 
 } // namespace ref
 } // namespace qsa
