@@ -1,0 +1,24 @@
+// Memory and stream backend of the harness (harness.cc): device memory for the GPU implementation
+// (harness_gpu.cc) or host memory for the reference implementation (harness_host.cc). Exactly one is linked.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace qsa {
+namespace prop {
+namespace backend {
+
+bool onGpu();
+void* alloc(size_t bytes); // at least 256-byte aligned, never null
+void release(void* p);
+void upload(void* dst, void const* src, size_t bytes);
+void download(void* dst, void const* src, size_t bytes);
+cudaStream_t stream(int which); // 0: legacy default; 1, 2: created once, reused
+void sync(cudaStream_t s);
+void fence(); // every upload so far has landed (device-wide synchronize)
+
+} // namespace backend
+} // namespace prop
+} // namespace qsa

@@ -1,0 +1,90 @@
+// Contract 7.5 (batch invariance): a sequence's rows do not depend on the other sequences of the batch,
+// on S >= ctx (more padding), on where the Rc chunk boundaries fall (moved by changing B * S), nor on
+// whether a pool is given (section 5: outIdx identical with and without a pool).
+#include <algorithm>
+
+#include "properties/cases.h"
+#include "properties/prop.h"
+
+namespace qsa {
+namespace prop {
+namespace {
+
+// Rows [0, rowsOf) of sequence `from` of `a` equal rows of sequence `to` of `b`.
+std::string diffSequence(PrefillOut const& a, int32_t sa, int32_t from, PrefillOut const& b, int32_t sb, int32_t to,
+                         int32_t rows, char const* what) {
+    size_t const W = ref::kIndexWidth;
+    for (int32_t t = 0; t < rows; ++t) {
+        auto const* x = &a.outIdx[(size_t(from) * sa + t) * W];
+        auto const* y = &b.outIdx[(size_t(to) * sb + t) * W];
+        auto const m = std::mismatch(x, x + W, y);
+        if (m.first != x + W) {
+            return std::string(what) + ": sequence " + std::to_string(from) + " row t=" + std::to_string(t) + " col " +
+                   std::to_string(m.first - x) + ": " + std::to_string(*m.first) + " vs " + std::to_string(*m.second);
+        }
+    }
+    return "";
+}
+
+QSA_PROP(BatchInvariance, SequenceAloneVsInBatch, 30) {
+    SpecOptions o;
+    o.tieBias = true;
+    PrefillSpec const spec = *genPrefillSpec(o);
+    ref::PrefillCase const c = toCase(spec);
+    int32_t const b = *rc::gen::inRange<int32_t>(0, spec.B);
+    int32_t const extraS = implOnGpu() ? *rc::gen::element<int32_t>(0, 1, 3, 4, 128, 2049)
+                                       : *rc::gen::element<int32_t>(0, 1, 3, 4, 5, 128);
+    int32_t const newS = std::min<int32_t>(spec.S + extraS, spec.S <= 2048 ? 4200 : spec.S);
+    RC_LOG() << "sequence b=" << b << " alone with S'=" << newS << "\n";
+    ref::PrefillCase const alone = subBatch(c, {b}, newS, spec.act);
+    Capture cap("batch_invariance", describe(spec));
+    cap.add(c);
+    cap.add(alone);
+    PrefillOut const all = runImplPrefill(c);
+    QSA_REQUIRE_EMPTY(diffSequence(all, spec.S, b, runImplPrefill(alone), newS, 0, spec.S, "in batch vs alone"));
+}
+
+// Other sequences before and after it move the chunk boundaries (Rc rows) through the sequence.
+QSA_PROP(BatchInvariance, ChunkBoundariesMoved, 20) {
+    SpecOptions o;
+    o.tieBias = true;
+    PrefillSpec const spec = *genPrefillSpec(o);
+    ref::PrefillCase const c = toCase(spec);
+    std::vector<int32_t> order = *rc::gen::container<std::vector<int32_t>>(rc::gen::inRange<int32_t>(0, spec.B));
+    int64_t const maxB = std::max<int64_t>(1, defaultBudget().largePairs / (int64_t(spec.S) * ((spec.S + 3) / 4)));
+    if (order.empty() || int64_t(order.size()) > std::min<int64_t>(maxB, 16))
+        order = {spec.B - 1};
+    std::vector<int32_t> shuffled = order;
+    std::rotate(shuffled.begin(), shuffled.begin() + shuffled.size() / 2, shuffled.end());
+    ref::PrefillCase const a = subBatch(c, order, spec.S, spec.act);
+    ref::PrefillCase const b = subBatch(c, shuffled, spec.S, spec.act);
+    RC_LOG() << "batches " << order.size() << " sequences, Rc=" << ref::prefillChunkRows(a.batchSize, a.seqLen)
+             << " vs the original's " << ref::prefillChunkRows(c.batchSize, c.seqLen) << "\n";
+    Capture cap("batch_invariance", describe(spec));
+    cap.add(a);
+    cap.add(b);
+    PrefillOut const ref0 = runImplPrefill(c), ra = runImplPrefill(a), rb = runImplPrefill(b);
+    for (size_t i = 0; i < order.size(); ++i) {
+        QSA_REQUIRE_EMPTY(diffSequence(ra, spec.S, int32_t(i), ref0, spec.S, order[i], spec.S, "reordered batch"));
+        QSA_REQUIRE_EMPTY(diffSequence(rb, spec.S, int32_t(i), ref0, spec.S, shuffled[i], spec.S, "rotated batch"));
+    }
+}
+
+QSA_PROP(BatchInvariance, PoolDoesNotChangeOutIdx, 25) {
+    SpecOptions o;
+    o.pool = true;
+    o.hostilePool = *rc::gen::arbitrary<bool>();
+    PrefillSpec const spec = *genPrefillSpec(o);
+    ref::PrefillCase const c = toCase(spec);
+    ref::PrefillCase noPool = c;
+    noPool.hasPool = false;
+    noPool.pool = ref::HostPool{};
+    Capture cap("batch_invariance", describe(spec));
+    cap.add(c);
+    QSA_REQUIRE_EMPTY(
+        diffOutIdx(runImplPrefill(c).outIdx, runImplPrefill(noPool).outIdx, c.seqLen, "with pool vs without"));
+}
+
+} // namespace
+} // namespace prop
+} // namespace qsa

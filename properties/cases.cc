@@ -1,0 +1,234 @@
+// Case constructions shared by several properties (see cases.h).
+#include "properties/cases.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+namespace qsa {
+namespace prop {
+namespace {
+
+int32_t ceilDiv(int64_t a, int64_t b) {
+    return int32_t((a + b - 1) / b);
+}
+
+} // namespace
+
+Chain makeChain(DecodeChainSpec const& s) {
+    Chain ch;
+    int32_t const maxL = *std::max_element(s.L.begin(), s.L.end());
+    int32_t const total = maxL + s.steps;
+    ref::HostPool pool = makePool(s.pool, s.act.dtype, s.B, total);
+    auto prefill = [&](int32_t S, int32_t extra) {
+        ref::PrefillCase c;
+        c.dtype = s.act.dtype;
+        c.batchSize = s.B;
+        c.seqLen = S;
+        c.indexQk.resize(size_t(s.B) * S * 640);
+        for (int32_t b = 0; b < s.B; ++b) {
+            c.contextLengths.push_back(s.L[b] + extra);
+            for (int32_t t = 0; t < S; ++t) {
+                fillTokenRow(s.act, sequenceSeed(s.act, b), t, &c.indexQk[(size_t(b) * S + t) * 640]);
+            }
+        }
+        c.cosSin = makeCosSin(s.act.rope, total);
+        c.wQ = makeGamma(s.act, false);
+        c.wK = makeGamma(s.act, true);
+        std::memcpy(&c.rmsEps, &s.act.epsBits, 4);
+        c.hasPool = true;
+        c.pool = pool;
+        return c;
+    };
+    ch.prefillL = prefill(std::max(1, maxL), 0);
+    ch.prefillFull = prefill(total, s.steps);
+    for (int32_t k = 0; k < s.steps; ++k) {
+        ref::DecodeCase d;
+        d.dtype = s.act.dtype;
+        d.batchSize = s.B;
+        d.maxBlocks = ceilDiv(total, 4) + s.extraBlocks;
+        d.indexQk.resize(size_t(s.B) * 640);
+        for (int32_t b = 0; b < s.B; ++b) {
+            d.contextLengths.push_back(s.L[b] + k + 1);
+            fillTokenRow(s.act, sequenceSeed(s.act, b), s.L[b] + k, &d.indexQk[size_t(b) * 640]);
+        }
+        d.cosSin = ch.prefillFull.cosSin;
+        d.wQ = ch.prefillFull.wQ;
+        d.wK = ch.prefillFull.wK;
+        d.rmsEps = ch.prefillFull.rmsEps;
+        d.pool.dims = pool.dims;
+        d.pool.pageTable = pool.pageTable;
+        d.hasSplitCounters = s.splitCounters;
+        if (s.splitCounters) {
+            for (int32_t i = 0; i < s.B * pool.dims.numKVHeads; ++i)
+                d.splitCounters.push_back(1000 + 7 * i + k);
+        }
+        ch.steps.push_back(std::move(d));
+    }
+    return ch;
+}
+
+ref::PrefillCase subBatch(ref::PrefillCase const& c, std::vector<int32_t> const& seqs, int32_t newS,
+                          ActSpec const& act) {
+    ref::PrefillCase r = c;
+    r.batchSize = int32_t(seqs.size());
+    r.seqLen = newS;
+    r.hasPool = false;
+    r.pool = ref::HostPool{};
+    r.contextLengths.clear();
+    r.indexQk.assign(size_t(r.batchSize) * newS * 640, 0);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+        int32_t const b = seqs[i];
+        r.contextLengths.push_back(c.contextLengths[b]);
+        for (int32_t t = 0; t < newS; ++t) {
+            uint16_t* row = &r.indexQk[(i * newS + t) * 640];
+            if (t < c.seqLen) {
+                std::memcpy(row, &c.indexQk[(size_t(b) * c.seqLen + t) * 640], 640 * sizeof(uint16_t));
+            } else {
+                poisonRow(act.dtype, act.seed ^ (uint64_t(t) << 16) ^ i, row);
+            }
+        }
+    }
+    r.cosSin = makeCosSin(act.rope, newS);
+    return r;
+}
+
+size_t tailElement(ref::PoolDims const& d, int32_t page, int32_t row) {
+    return (size_t(page) * 128 + row) * d.numKVHeads * d.poolHeadDim + d.headSize;
+}
+
+int32_t usablePage(ref::HostPool const& p, int32_t b, int plane, int32_t token) {
+    int32_t const slot = token >> 7;
+    if (slot >= p.dims.maxPagesPerSeq)
+        return -1;
+    int32_t const id = p.pageTable[(size_t(b) * 2 + plane) * p.dims.maxPagesPerSeq + slot];
+    int32_t const lo = plane == 0 ? 0 : p.dims.numPages;
+    return id >= lo && id < lo + p.dims.numPages ? id : -1;
+}
+
+namespace {
+
+void markVTail(CellPlan& plan, ref::HostPool const& p, int32_t b, int32_t g) {
+    int32_t const page = usablePage(p, b, 1, 4 * g);
+    if (page < 0)
+        return;
+    size_t const e = tailElement(p.dims, page, (4 * g) & 127);
+    for (int i = 0; i < 128; ++i)
+        plan.rule[e + i] = CellRule::kWritten;
+}
+
+void markKTail(CellPlan& plan, ref::HostPool const& p, int32_t b, int32_t t, uint16_t const* rawK) {
+    int32_t const page = usablePage(p, b, 0, t);
+    if (page < 0)
+        return;
+    size_t const e = tailElement(p.dims, page, t & 127);
+    for (int i = 0; i < 128; ++i) {
+        plan.rule[e + i] = CellRule::kRawK;
+        plan.rawK[e + i] = rawK[i];
+    }
+}
+
+} // namespace
+
+CellPlan prefillCellPlan(ref::PrefillCase const& c) {
+    CellPlan plan;
+    plan.rule.assign(c.pool.data.size(), CellRule::kUnchanged);
+    plan.rawK.assign(c.pool.data.size(), 0);
+    for (int32_t b = 0; b < c.batchSize; ++b) {
+        int32_t const ctx = std::min(std::max(c.contextLengths[b], 0), c.seqLen);
+        for (int32_t g = 0; 4 * g + 3 < ctx; ++g)
+            markVTail(plan, c.pool, b, g);
+        for (int32_t t = ctx - ctx % 4; t < ctx; ++t) {
+            markKTail(plan, c.pool, b, t, &c.indexQk[(size_t(b) * c.seqLen + t) * 640 + 512]);
+        }
+    }
+    return plan;
+}
+
+CellPlan decodeCellPlan(ref::DecodeCase const& c) {
+    CellPlan plan;
+    plan.rule.assign(c.pool.data.size(), CellRule::kUnchanged);
+    plan.rawK.assign(c.pool.data.size(), 0);
+    for (int32_t b = 0; b < c.batchSize; ++b) {
+        int32_t const ctx = c.contextLengths[b];
+        if (ctx < 1 || ceilDiv(ctx, 4) > c.maxBlocks)
+            continue; // invalid row: no pool cell
+        if (ctx % 4 != 0) {
+            markKTail(plan, c.pool, b, ctx - 1, &c.indexQk[size_t(b) * 640 + 512]);
+        } else {
+            markVTail(plan, c.pool, b, ctx / 4 - 1);
+        }
+    }
+    return plan;
+}
+
+std::string checkCellPlan(CellPlan const& plan, std::vector<uint16_t> const& before, std::vector<uint16_t> const& after,
+                          ref::PoolDims const& d, DType dt) {
+    auto where = [&](size_t e) {
+        std::ostringstream os;
+        size_t const col = e % d.poolHeadDim, head = e / d.poolHeadDim % d.numKVHeads;
+        size_t const row = e / (size_t(d.poolHeadDim) * d.numKVHeads) % 128;
+        size_t const page = e / (size_t(d.poolHeadDim) * d.numKVHeads * 128);
+        os << "page " << page << (page >= size_t(d.numPages) ? " (V plane)" : " (K plane)") << " row " << row
+           << " head " << head << " col " << col << std::hex << ": before 0x" << before[e] << " after 0x" << after[e];
+        return os.str();
+    };
+    if (after.size() != before.size())
+        return "pool size changed";
+    for (size_t e = 0; e < after.size(); ++e) {
+        switch (plan.rule[e]) {
+        case CellRule::kUnchanged:
+            if (after[e] != before[e])
+                return "a cell outside the contract's cells changed at " + where(e);
+            break;
+        case CellRule::kRawK:
+            if (after[e] != plan.rawK[e]) {
+                std::ostringstream os;
+                os << "K-tail cell does not hold the raw k bits 0x" << std::hex << plan.rawK[e] << " at " << where(e);
+                return os.str();
+            }
+            break;
+        case CellRule::kWritten:
+            if (isCanary(dt, e, before[e]) && after[e] == before[e]) {
+                return "V-tail cell of a valid block was not written at " + where(e);
+            }
+            break;
+        }
+    }
+    return "";
+}
+
+std::string diffLiveCells(ref::HostPool const& layout, std::vector<int32_t> const& totals,
+                          std::vector<uint16_t> const& a, std::vector<uint16_t> const& b) {
+    for (size_t s = 0; s < totals.size(); ++s) {
+        int32_t const T = totals[s];
+        auto cmp = [&](int32_t page, int32_t row, char const* what, int32_t index) -> std::string {
+            if (page < 0)
+                return "";
+            size_t const e = tailElement(layout.dims, page, row);
+            for (int i = 0; i < 128; ++i) {
+                if (a[e + i] != b[e + i]) {
+                    std::ostringstream os;
+                    os << "sequence " << s << " (total " << T << "): " << what << " " << index << " column " << i
+                       << " differs: decode chain 0x" << std::hex << a[e + i] << ", prefill 0x" << b[e + i];
+                    return os.str();
+                }
+            }
+            return "";
+        };
+        for (int32_t g = 0; 4 * g + 3 < T; ++g) {
+            std::string m = cmp(usablePage(layout, int32_t(s), 1, 4 * g), (4 * g) & 127, "V-tail of block", g);
+            if (!m.empty())
+                return m;
+        }
+        for (int32_t t = T - T % 4; t < T; ++t) {
+            std::string m = cmp(usablePage(layout, int32_t(s), 0, t), t & 127, "K-tail of token", t);
+            if (!m.empty())
+                return m;
+        }
+    }
+    return "";
+}
+
+} // namespace prop
+} // namespace qsa

@@ -1,0 +1,51 @@
+// Case constructions shared by several properties: decode chains (prefill L, then decode steps to
+// L + n, next to a prefill of L + n), sub-batches (a sequence alone, more S padding, other sequences
+// around it), and the pool cells the contract lets a run change.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "properties/generators.h"
+#include "reference/qsaReference.h"
+
+namespace qsa {
+namespace prop {
+
+struct Chain {
+    ref::PrefillCase prefillL;          // S = max(1, max L), ctx = L, pool (canaries) sized for L + steps
+    ref::PrefillCase prefillFull;       // S = max L + steps, ctx = L + steps, the same initial pool
+    std::vector<ref::DecodeCase> steps; // step k (0-based): token L + k, ctx = L + k + 1; pool left empty
+};
+Chain makeChain(DecodeChainSpec const& s);
+
+// A prefill case holding sequences `seqs` of `c` (repeats allowed) with sequence length newS >= c.seqLen;
+// the added rows t >= c.seqLen hold poison. Without a pool.
+ref::PrefillCase subBatch(ref::PrefillCase const& c, std::vector<int32_t> const& seqs, int32_t newS,
+                          ActSpec const& act);
+
+// Element offset of the indexer tail (column headSize) of (page, row, head 0).
+size_t tailElement(ref::PoolDims const& d, int32_t page, int32_t row);
+// The page a table entry names if it may be dereferenced (contract section 3), else -1.
+int32_t usablePage(ref::HostPool const& p, int32_t b, int plane, int32_t token);
+
+enum class CellRule { kUnchanged, kRawK, kWritten };
+// Per pool element: what a prefill (or one decode step) may do to it. rawK is the bit pattern a
+// kRawK cell must hold afterwards (indexed like the pool).
+struct CellPlan {
+    std::vector<CellRule> rule;
+    std::vector<uint16_t> rawK;
+};
+CellPlan prefillCellPlan(ref::PrefillCase const& c);
+CellPlan decodeCellPlan(ref::DecodeCase const& c);
+// The violations of a plan ("" when none): before/after pool contents.
+std::string checkCellPlan(CellPlan const& plan, std::vector<uint16_t> const& before, std::vector<uint16_t> const& after,
+                          ref::PoolDims const& d, DType dt);
+
+// LIVE indexer cells after a sequence of total length T (contract 6): V-tails of complete blocks and
+// K-tails of the trailing incomplete block. Returns "" when a and b agree on all of them.
+std::string diffLiveCells(ref::HostPool const& layout, std::vector<int32_t> const& totals,
+                          std::vector<uint16_t> const& a, std::vector<uint16_t> const& b);
+
+} // namespace prop
+} // namespace qsa

@@ -1,0 +1,33 @@
+"""qsa_property_test: one property source, two test binaries.
+
+<name>      CPU variant: the harness over host memory and the reference implementation of the API
+            (reference_impl.cc); runs in CI without a GPU.
+<name>_gpu  GPU variant (tags ["gpu"]): the harness over device memory and whatever //properties:impl
+            points at (default //kernels:qsa_kernels).
+"""
+
+def qsa_property_test(name, srcs, shard_count = 2, gpu_shard_count = 2, size = "medium", cpu = True, gpu = True):
+    common = [
+        ":prop_lib",
+        "@gtest//:gtest_main",
+        "@rapidcheck//:rapidcheck_gtest",
+    ]
+    if cpu:
+        native.cc_test(
+            name = name,
+            srcs = srcs,
+            size = size,
+            linkstatic = True,
+            shard_count = shard_count,
+            deps = common + [":harness_host"],
+        )
+    if gpu:
+        native.cc_test(
+            name = name + "_gpu",
+            srcs = srcs,
+            size = size,
+            linkstatic = True,
+            shard_count = gpu_shard_count,
+            tags = ["gpu"],
+            deps = common + [":harness_gpu"],
+        )

@@ -1,0 +1,76 @@
+// Contract 7.4 (determinism): repeated runs are bitwise equal whatever the workspace held before
+// (random garbage, NaN in every word, zeros) and on whichever stream, also with two runs in flight on two
+// streams at once.
+#include "properties/cases.h"
+#include "properties/prop.h"
+
+namespace qsa {
+namespace prop {
+namespace {
+
+RunOptions fillOption(int i, uint64_t seed) {
+    RunOptions o;
+    o.workspaceFill = i % 3 == 0 ? Fill::kGarbage : (i % 3 == 1 ? Fill::kNaN : Fill::kZero);
+    o.fillSeed = seed + i;
+    o.stream = i % 3;
+    return o;
+}
+
+QSA_PROP(Determinism, PrefillRepeatsBitwise, 30) {
+    SpecOptions o;
+    o.pool = *rc::gen::arbitrary<bool>();
+    o.tieBias = true;
+    PrefillSpec const spec = *genPrefillSpec(o);
+    ref::PrefillCase const c = toCase(spec);
+    Capture cap("determinism", describe(spec));
+    cap.add(c);
+    PrefillOut const first = runImplPrefill(c, fillOption(0, spec.act.seed));
+    for (int i = 1; i < 3; ++i) {
+        PrefillOut const again = runImplPrefill(c, fillOption(i, spec.act.seed));
+        std::string const what =
+            "run " + std::to_string(i) + " (workspace fill " + std::to_string(i % 3) + ") vs run 0";
+        QSA_REQUIRE_EMPTY(diffOutIdx(again.outIdx, first.outIdx, c.seqLen, what.c_str()));
+        if (c.hasPool)
+            QSA_REQUIRE_EMPTY(diffPool(again.pool, first.pool, c.pool.dims, what.c_str()));
+    }
+}
+
+QSA_PROP(Determinism, TwoStreamsInFlight, 20) {
+    SpecOptions o;
+    o.tieBias = true;
+    PrefillSpec const sa = *genPrefillSpec(o);
+    PrefillSpec const sb = *genPrefillSpec(o);
+    ref::PrefillCase const a = toCase(sa), b = toCase(sb);
+    Capture cap("determinism", describe(sa));
+    cap.add(a);
+    RunOptions nan;
+    nan.workspaceFill = Fill::kNaN;
+    auto const same = runImplPrefillPair(a, a, RunOptions{}, nan);
+    QSA_REQUIRE_EMPTY(diffOutIdx(same.second.outIdx, same.first.outIdx, a.seqLen, "stream 2 vs stream 1, same case"));
+    auto const mixed = runImplPrefillPair(a, b, nan, RunOptions{});
+    QSA_REQUIRE_EMPTY(diffOutIdx(mixed.first.outIdx, same.first.outIdx, a.seqLen, "case A next to case B vs alone"));
+    QSA_REQUIRE_EMPTY(diffOutIdx(mixed.second.outIdx, runImplPrefill(b).outIdx, b.seqLen, "case B next to A vs alone"));
+}
+
+QSA_PROP(Determinism, DecodeRepeatsBitwise, 25) {
+    DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 300, 2, true, false);
+    Chain ch = makeChain(spec);
+    Capture cap("determinism", describe(spec));
+    std::vector<uint16_t> pool = runImplPrefill(ch.prefillL).pool;
+    for (ref::DecodeCase& d : ch.steps) {
+        d.pool.data = pool;
+        cap.add(d);
+        DecodeOut const first = runImplDecode(d, fillOption(0, spec.act.seed));
+        for (int i = 1; i < 3; ++i) {
+            DecodeOut const again = runImplDecode(d, fillOption(i, spec.act.seed));
+            QSA_REQUIRE_EMPTY(diffOutIdx(again.outIdx, first.outIdx, 1, "decode repeat"));
+            QSA_REQUIRE_EMPTY(diffPool(again.pool, first.pool, d.pool.dims, "decode repeat pool"));
+            RC_ASSERT(again.splitCounters == first.splitCounters);
+        }
+        pool = first.pool;
+    }
+}
+
+} // namespace
+} // namespace prop
+} // namespace qsa

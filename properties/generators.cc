@@ -1,0 +1,463 @@
+// Generators and materialization of the property cases (see generators.h).
+#include "properties/generators.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <ostream>
+#include <random>
+#include <sstream>
+
+#include "properties/harness.h"
+
+namespace qsa {
+namespace prop {
+namespace {
+
+uint64_t mix(uint64_t x) { // splitmix64 finalizer
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+// Round to nearest even; inputs of the generators only (the contract's casts live in the reference).
+uint16_t toT(DType dt, float f) {
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    uint16_t const sign = uint16_t((x >> 16) & 0x8000);
+    uint32_t const ax = x & 0x7FFFFFFFu;
+    if (dt == DType::kBf16) {
+        if (ax > 0x7F800000u)
+            return 0x7FFF;
+        return uint16_t((x + 0x7FFFu + ((x >> 16) & 1)) >> 16);
+    }
+    if (ax > 0x7F800000u)
+        return 0x7FFF;
+    int const e = int(ax >> 23) - 127 + 15;
+    if (e >= 31)
+        return sign | 0x7C00;
+    if (e <= 0)
+        return sign | uint16_t(std::nearbyint(std::fabs(f) * 16777216.0f)); // subnormal: units of 2^-24
+    uint32_t const m = ax & 0x7FFFFF, rem = m & 0x1FFF;
+    uint32_t h = (uint32_t(e) << 10) | (m >> 13);
+    if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
+        ++h;
+    return sign | uint16_t(std::min<uint32_t>(h, 0x7C00));
+}
+
+uint16_t subnormalT(DType dt, uint64_t r) {
+    uint16_t const sign = (r >> 40) & 1 ? 0x8000 : 0;
+    return dt == DType::kHalf ? uint16_t(sign | (1 + r % 0x3FF)) : uint16_t(sign | (1 + r % 0x7F));
+}
+
+uint16_t hugeT(DType dt, uint64_t r) {
+    uint16_t const sign = (r >> 40) & 1 ? 0x8000 : 0;
+    if (r % 16 == 0)
+        return uint16_t(sign | (dt == DType::kHalf ? 0x7C00 : 0x7F80)); // inf
+    return dt == DType::kHalf ? uint16_t(sign | (0x7800 + r % 0x400)) : uint16_t(sign | (0x7F00 + r % 0x80));
+}
+
+float unit(uint64_t r) {
+    return float(r >> 40) / float(1ull << 24);
+} // [0, 1)
+
+uint16_t payloadValue(ActSpec const& a, uint64_t r, int sign) {
+    DType const dt = a.dtype;
+    Payload p = a.payload;
+    if (p == Payload::kMixed) {
+        uint64_t const k = r % 100;
+        if (k < 70)
+            p = Payload::kNormal;
+        else if (k < 80)
+            p = Payload::kSubnormal;
+        else if (k < 88)
+            p = Payload::kHuge;
+        else if (k < 94)
+            return sign < 0 ? 0x8000 : 0x0000; // +-0
+        else if (k < 97)
+            return 0x8000; // -0 in either sign mode
+        else
+            return 0x7FFF; // the canonical NaN only (canaries stay unique)
+        r = mix(r);
+    }
+    uint16_t v;
+    if (a.ties == Ties::kQuantized) {
+        v = toT(dt, 0.5f * float(int(r % 5) - 2));
+    } else if (p == Payload::kSubnormal) {
+        v = subnormalT(dt, r);
+    } else if (p == Payload::kHuge) {
+        v = hugeT(dt, r);
+    } else {
+        v = toT(dt, 4.0f * unit(r) - 2.0f);
+    }
+    if (sign > 0)
+        v &= 0x7FFF;
+    if (sign < 0 && (v & 0x7FFF) != 0 && (v & 0x7FFF) < (dt == DType::kHalf ? 0x7C01 : 0x7F81))
+        v |= 0x8000;
+    return v;
+}
+
+char const* name(Payload p) {
+    switch (p) {
+    case Payload::kNormal:
+        return "normal";
+    case Payload::kSubnormal:
+        return "subnormal";
+    case Payload::kHuge:
+        return "huge";
+    case Payload::kMixed:
+        return "mixed";
+    }
+    return "?";
+}
+
+char const* name(Ties t) {
+    switch (t) {
+    case Ties::kNone:
+        return "none";
+    case Ties::kDupBlocks:
+        return "dup-raw-k-blocks";
+    case Ties::kNegativeDots:
+        return "negative-dots(relu->+0.0)";
+    case Ties::kQuantized:
+        return "quantized{-1,-.5,0,.5,1}";
+    case Ties::kDeadGammaK:
+        return "wK=-1(all logits +0.0)";
+    }
+    return "?";
+}
+
+void printVec(std::ostream& os, std::vector<int32_t> const& v) {
+    os << "[";
+    for (size_t i = 0; i < v.size(); ++i)
+        os << (i ? "," : "") << v[i];
+    os << "]";
+}
+
+int32_t ceilDiv(int64_t a, int64_t b) {
+    return int32_t((a + b - 1) / b);
+}
+
+} // namespace
+
+Budget defaultBudget() {
+    if (implOnGpu())
+        return Budget{1 << 21, int64_t(1) << 26, 32768, 8};
+    return Budget{1 << 15, int64_t(1) << 20, 8192, 2};
+}
+
+uint64_t sequenceSeed(ActSpec const& a, int32_t b) {
+    return mix(a.seed + uint64_t(b) * 0x1000193);
+}
+
+void fillTokenRow(ActSpec const& a, uint64_t seqSeed, int32_t t, uint16_t* row) {
+    int const qSign = a.ties == Ties::kNegativeDots ? 1 : 0;
+    int const kSign = a.ties == Ties::kNegativeDots ? -1 : 0;
+    uint64_t const qs = mix(seqSeed ^ (uint64_t(t) << 20) ^ 0x51);
+    for (int i = 0; i < 512; ++i)
+        row[i] = payloadValue(a, mix(qs + i), qSign);
+    // kDupBlocks: the 4-token block of t is one of distinctBlocks templates (same for all sequences).
+    uint64_t const ks = a.ties == Ties::kDupBlocks
+                            ? mix(a.seed ^ (uint64_t((t / 4) % std::max(1, a.distinctBlocks)) << 8) ^ uint64_t(t % 4))
+                            : mix(seqSeed ^ (uint64_t(t) << 20) ^ 0x4B);
+    for (int i = 0; i < 128; ++i)
+        row[512 + i] = payloadValue(a, mix(ks + i), kSign);
+}
+
+void poisonRow(DType dt, uint64_t seed, uint16_t* row) {
+    uint16_t const inf = dt == DType::kHalf ? 0x7C00 : 0x7F80;
+    uint16_t const choices[6] = {0x7FFF, 0xFFFF, inf, uint16_t(inf | 0x8000), uint16_t(inf | 1), 0};
+    for (int i = 0; i < 640; ++i) {
+        uint64_t const r = mix(seed + i);
+        row[i] = r % 7 < 6 ? choices[r % 7] : uint16_t(r >> 20);
+    }
+}
+
+std::vector<float> makeCosSin(Rope r, int32_t rows) {
+    std::vector<float> v(size_t(std::max(rows, 1)) * 64);
+    for (int32_t p = 0; p < std::max(rows, 1); ++p) {
+        for (int i = 0; i < 32; ++i) {
+            double const ang = p * std::pow(10000.0, -double(i) / 32.0);
+            v[size_t(p) * 64 + i] = r == Rope::kIdentity ? 1.0f : float(std::cos(ang));
+            v[size_t(p) * 64 + 32 + i] = r == Rope::kIdentity ? 0.0f : float(std::sin(ang));
+        }
+    }
+    return v;
+}
+
+std::vector<uint16_t> makeGamma(ActSpec const& a, bool isK) {
+    std::vector<uint16_t> w(128);
+    uint64_t const s = mix(a.seed ^ (isK ? 0x6B : 0x71));
+    for (int d = 0; d < 128; ++d) {
+        uint64_t const r = mix(s + d);
+        float v = unit(r) - 0.5f;
+        if (isK && a.ties == Ties::kDeadGammaK)
+            v = -1.0f;
+        if (a.extremeGamma) {
+            float const extremes[6] = {-1.0f, -2.0f, 0.0f, a.dtype == DType::kHalf ? 60000.0f : 1e30f, 1e-7f, 3.0f};
+            if (r % 3 == 0)
+                v = extremes[(r >> 8) % 6];
+        }
+        w[d] = toT(a.dtype, v);
+    }
+    return w;
+}
+
+uint16_t canary(DType dt, size_t element) {
+    uint64_t const h = mix(element * 0x2545F4914F6CDD1Dull);
+    uint16_t const sign = (h >> 33) & 1 ? 0x8000 : 0;
+    return dt == DType::kHalf ? uint16_t(sign | (0x7C01 + h % 0x300)) : uint16_t(sign | (0x7F81 + h % 0x70));
+}
+
+bool isCanary(DType dt, size_t element, uint16_t v) {
+    return v == canary(dt, element);
+}
+
+ref::HostPool makePool(PoolSpec const& p, DType dt, int32_t B, int32_t tokensPerSeq) {
+    ref::HostPool h;
+    int32_t const needed = std::max(1, ceilDiv(tokensPerSeq, 128));
+    ref::PoolDims& d = h.dims;
+    d.maxPagesPerSeq = p.truncated ? std::max(1, needed - 1) : needed + p.extraSlots;
+    d.numPages = B * d.maxPagesPerSeq + p.extraPages;
+    d.numKVHeads = p.numKVHeads;
+    d.poolHeadDim = p.poolHeadDim;
+    d.headSize = p.headSize;
+    std::mt19937_64 rng(mix(p.seed ^ 0x9A));
+    std::vector<int32_t> kIds(d.numPages), vIds(d.numPages);
+    std::iota(kIds.begin(), kIds.end(), 0);
+    std::iota(vIds.begin(), vIds.end(), d.numPages);
+    std::shuffle(kIds.begin(), kIds.end(), rng);
+    std::shuffle(vIds.begin(), vIds.end(), rng);
+    h.pageTable.assign(size_t(B) * 2 * d.maxPagesPerSeq, -1);
+    for (int32_t b = 0; b < B; ++b) {
+        for (int32_t s = 0; s < d.maxPagesPerSeq; ++s) {
+            size_t const i = size_t(b) * d.maxPagesPerSeq + s;
+            for (int plane = 0; plane < 2; ++plane) {
+                int32_t id = plane == 0 ? kIds[i] : vIds[i];
+                uint64_t const r = rng();
+                if (int32_t(r % 16) < p.holesPer16)
+                    id = -1;
+                // Out of plane, still unique per plane: K ids beyond both planes, V ids inside the K plane.
+                else if (p.outOfPlane && (r >> 8) % 6 == 0)
+                    id = plane == 0 ? 2 * d.numPages + int32_t(i) : kIds[i];
+                h.pageTable[(size_t(b) * 2 + plane) * d.maxPagesPerSeq + s] = id;
+            }
+        }
+    }
+    h.data.resize(size_t(2) * d.numPages * 128 * d.numKVHeads * d.poolHeadDim);
+    for (size_t e = 0; e < h.data.size(); ++e)
+        h.data[e] = canary(dt, e);
+    return h;
+}
+
+ref::PrefillCase toCase(PrefillSpec const& s) {
+    ref::PrefillCase c;
+    c.dtype = s.act.dtype;
+    c.batchSize = s.B;
+    c.seqLen = s.S;
+    c.contextLengths = s.ctx;
+    c.indexQk.resize(size_t(s.B) * s.S * 640);
+    for (int32_t b = 0; b < s.B; ++b) {
+        uint64_t const seqSeed = sequenceSeed(s.act, b);
+        for (int32_t t = 0; t < s.S; ++t) {
+            uint16_t* row = &c.indexQk[(size_t(b) * s.S + t) * 640];
+            if (s.act.poisonPadding && t >= s.ctx[b]) {
+                poisonRow(s.act.dtype, mix(seqSeed ^ uint64_t(t)), row);
+            } else {
+                fillTokenRow(s.act, seqSeed, t, row);
+            }
+        }
+    }
+    c.cosSin = makeCosSin(s.act.rope, s.S);
+    c.wQ = makeGamma(s.act, false);
+    c.wK = makeGamma(s.act, true);
+    std::memcpy(&c.rmsEps, &s.act.epsBits, 4);
+    c.hasPool = s.hasPool;
+    if (s.hasPool)
+        c.pool = makePool(s.pool, s.act.dtype, s.B, s.S);
+    return c;
+}
+
+// ---- generators -----------------------------------------------------------------------------------
+
+rc::Gen<int32_t> genSeqLen(Budget const& b) {
+    std::vector<int32_t> large;
+    for (int32_t S : {2047, 2048, 2049, 2051, 2052, 2053, 2056, 2057, 2060, 4095, 4096, 4097, 8191, 8192}) {
+        if (int64_t(S) * ceilDiv(S, 4) <= b.largePairs)
+            large.push_back(S);
+    }
+    auto small = rc::gen::inRange<int32_t>(1, 33);
+    auto edges = rc::gen::element<int32_t>(1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 17, 31, 32, 33);
+    auto pages = rc::gen::element<int32_t>(127, 128, 129, 131, 132, 255, 256, 257);
+    auto medium = rc::gen::inRange<int32_t>(33, 521);
+    if (large.empty() || b.largeWeight <= 0) {
+        return rc::gen::weightedOneOf<int32_t>({{50, small}, {20, edges}, {15, pages}, {10, medium}});
+    }
+    return rc::gen::weightedOneOf<int32_t>(
+        {{50, small}, {20, edges}, {15, pages}, {10, medium}, {size_t(b.largeWeight), rc::gen::elementOf(large)}});
+}
+
+rc::Gen<std::vector<int32_t>> genContextLengths(int32_t B, int32_t S) {
+    auto nearMultiple = rc::gen::exec([S] {
+        int32_t const m = *rc::gen::element<int32_t>(4, 128, 2048);
+        int32_t const k = *rc::gen::inRange<int32_t>(0, S / m + 1);
+        int32_t const d = *rc::gen::element<int32_t>(0, -1, 1);
+        return std::min(std::max(k * m + d, 0), S);
+    });
+    auto one = rc::gen::weightedOneOf<int32_t>({
+        {4, rc::gen::just<int32_t>(int32_t(S))},
+        {4, rc::gen::inRange<int32_t>(0, S + 1)},
+        {1, rc::gen::just<int32_t>(0)},
+        {1, rc::gen::just<int32_t>(int32_t(std::min(1, S)))},
+        {4, nearMultiple},
+    });
+    return rc::gen::container<std::vector<int32_t>>(size_t(B), one);
+}
+
+rc::Gen<ActSpec> genActSpec(bool tieBias, bool allowPoison) {
+    return rc::gen::exec([tieBias, allowPoison] {
+        ActSpec a;
+        a.dtype = *rc::gen::element(DType::kHalf, DType::kBf16);
+        a.payload = *rc::gen::weightedElement<Payload>(
+            {{6, Payload::kNormal}, {1, Payload::kSubnormal}, {1, Payload::kHuge}, {2, Payload::kMixed}});
+        uint32_t const tieWeight = tieBias ? 6 : 1;
+        a.ties = *rc::gen::weightedElement<Ties>({{tieBias ? 2u : 6u, Ties::kNone},
+                                                  {tieWeight, Ties::kDupBlocks},
+                                                  {tieWeight, Ties::kNegativeDots},
+                                                  {tieWeight, Ties::kQuantized},
+                                                  {1, Ties::kDeadGammaK}});
+        a.distinctBlocks = a.ties == Ties::kDupBlocks ? *rc::gen::inRange<int32_t>(1, 5) : 1;
+        bool const tiesNeedIdentity = a.ties == Ties::kDupBlocks || a.ties == Ties::kNegativeDots;
+        a.rope = tiesNeedIdentity ? Rope::kIdentity
+                                  : *rc::gen::weightedElement<Rope>({{4, Rope::kReal}, {1, Rope::kIdentity}});
+        a.poisonPadding = allowPoison && *rc::gen::weightedElement<bool>({{1, false}, {2, true}});
+        a.extremeGamma = !tiesNeedIdentity && *rc::gen::weightedElement<bool>({{5, false}, {1, true}});
+        a.epsBits = *rc::gen::weightedElement<uint32_t>(
+            {{8, 0x358637BDu}, {1, 0u}, {1, 0x3727C5ACu}, {1, 0x3F800000u}, {1, 0xB58637BDu}, {1, 1u}});
+        a.seed = *rc::gen::arbitrary<uint32_t>();
+        return a;
+    });
+}
+
+rc::Gen<PoolSpec> genPoolSpec(bool hostile, int64_t tokensTotal) {
+    return rc::gen::exec([hostile, tokensTotal] {
+        PoolSpec p;
+        bool const big = tokensTotal > 16384;
+        p.numKVHeads = big ? 1 : *rc::gen::inRange<int32_t>(1, 5);
+        auto const dims =
+            big ? std::make_pair(1, 129)
+                : *rc::gen::element(std::make_pair(256, 384), std::make_pair(128, 256), std::make_pair(1, 129),
+                                    std::make_pair(64, 192), std::make_pair(256, 512));
+        p.headSize = dims.first;
+        p.poolHeadDim = dims.second;
+        p.extraSlots = *rc::gen::inRange<int32_t>(0, 3);
+        p.extraPages = *rc::gen::inRange<int32_t>(0, 5);
+        if (hostile) {
+            p.holesPer16 = *rc::gen::element<int32_t>(0, 3, 8);
+            p.outOfPlane = *rc::gen::arbitrary<bool>();
+            p.truncated = *rc::gen::weightedElement<bool>({{3, false}, {1, true}});
+        }
+        p.seed = *rc::gen::arbitrary<uint32_t>();
+        return p;
+    });
+}
+
+rc::Gen<PrefillSpec> genPrefillSpec(SpecOptions const& o) {
+    return rc::gen::exec([o] {
+        PrefillSpec s;
+        s.S = *genSeqLen(o.budget);
+        int64_t const perSeq = int64_t(s.S) * ceilDiv(s.S, 4);
+        int64_t const pairs = perSeq > o.budget.typicalPairs ? o.budget.largePairs : o.budget.typicalPairs;
+        int32_t const maxB = int32_t(std::max<int64_t>(
+            1, std::min<int64_t>({16, pairs / std::max<int64_t>(perSeq, 1), o.budget.maxRows / s.S})));
+        s.B = *rc::gen::weightedOneOf<int32_t>(
+            {{8, rc::gen::inRange<int32_t>(1, std::min(3, maxB) + 1)}, {2, rc::gen::inRange<int32_t>(1, maxB + 1)}});
+        s.ctx = *genContextLengths(s.B, s.S);
+        s.act = *genActSpec(o.tieBias, o.allowPoison);
+        s.hasPool = o.pool;
+        if (o.pool)
+            s.pool = *genPoolSpec(o.hostilePool, int64_t(s.B) * s.S);
+        return s;
+    });
+}
+
+rc::Gen<DecodeChainSpec> genDecodeChainSpec(int32_t maxL, int32_t maxSteps, bool tieBias, bool hostile) {
+    return rc::gen::exec([=] {
+        DecodeChainSpec s;
+        s.B = *rc::gen::weightedOneOf<int32_t>(
+            {{4, rc::gen::inRange<int32_t>(1, 3)}, {1, rc::gen::inRange<int32_t>(1, 9)}});
+        auto oneL = rc::gen::weightedOneOf<int32_t>(
+            {{3, rc::gen::inRange<int32_t>(0, std::min(maxL, 40) + 1)},
+             {1, rc::gen::inRange<int32_t>(0, maxL + 1)},
+             {1, rc::gen::map(rc::gen::inRange<int32_t>(0, maxL / 128 + 1),
+                              [maxL](int32_t k) { return std::max(0, std::min(maxL, k * 128 - 1)); })}});
+        s.L = *rc::gen::container<std::vector<int32_t>>(size_t(s.B), oneL);
+        s.steps = *rc::gen::inRange<int32_t>(1, maxSteps + 1);
+        s.act = *genActSpec(tieBias, false);
+        int32_t const maxTokens = *std::max_element(s.L.begin(), s.L.end()) + s.steps;
+        s.pool = *genPoolSpec(hostile, int64_t(s.B) * maxTokens);
+        s.splitCounters = *rc::gen::weightedElement<bool>({{3, true}, {1, false}});
+        s.extraBlocks = *rc::gen::inRange<int32_t>(0, 3);
+        return s;
+    });
+}
+
+// ---- printing -------------------------------------------------------------------------------------
+
+std::ostream& operator<<(std::ostream& os, ActSpec const& a) {
+    os << (a.dtype == DType::kHalf ? "half" : "bf16") << " payload=" << name(a.payload) << " ties=" << name(a.ties);
+    if (a.ties == Ties::kDupBlocks)
+        os << "(" << a.distinctBlocks << " distinct blocks)";
+    os << " rope=" << (a.rope == Rope::kReal ? "real" : "identity") << (a.poisonPadding ? " padding=NaN/Inf" : "")
+       << (a.extremeGamma ? " gamma=extreme" : "") << " eps=0x" << std::hex << a.epsBits << std::dec
+       << " seed=" << a.seed;
+    return os;
+}
+
+std::ostream& operator<<(std::ostream& os, PoolSpec const& p) {
+    os << "pool{kvHeads=" << p.numKVHeads << " headSize=" << p.headSize << " poolHeadDim=" << p.poolHeadDim
+       << " extraSlots=" << p.extraSlots << " extraPages=" << p.extraPages;
+    if (p.holesPer16)
+        os << " holes=" << p.holesPer16 << "/16";
+    if (p.outOfPlane)
+        os << " outOfPlane";
+    if (p.truncated)
+        os << " truncated";
+    return os << " seed=" << p.seed << "}";
+}
+
+std::ostream& operator<<(std::ostream& os, PrefillSpec const& s) {
+    int64_t const rows = int64_t(s.B) * s.S;
+    os << "prefill B=" << s.B << " S=" << s.S << " MB=" << ceilDiv(s.S, 4) << " Rc=" << ref::prefillChunkRows(s.B, s.S)
+       << (ref::prefillChunkRows(s.B, s.S) < rows ? "(chunked)" : "") << " ctx=";
+    printVec(os, s.ctx);
+    os << " " << s.act;
+    if (s.hasPool)
+        os << " " << s.pool;
+    return os;
+}
+
+std::ostream& operator<<(std::ostream& os, DecodeChainSpec const& s) {
+    os << "decode-chain B=" << s.B << " L=";
+    printVec(os, s.L);
+    os << " steps=" << s.steps << " " << s.act << " " << s.pool << (s.splitCounters ? " splitCounters" : "")
+       << " extraBlocks=" << s.extraBlocks;
+    return os;
+}
+
+std::string describe(PrefillSpec const& s) {
+    std::ostringstream os;
+    os << s;
+    return os.str();
+}
+
+std::string describe(DecodeChainSpec const& s) {
+    std::ostringstream os;
+    os << s;
+    return os.str();
+}
+
+} // namespace prop
+} // namespace qsa

@@ -1,0 +1,193 @@
+// Harness over the public API (contract section 2); memory and streams come from backend.h.
+#include "properties/harness.h"
+
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/qsaIndexerRunner.h"
+#include "properties/backend.h"
+#include "properties/ttypes.h"
+
+namespace qsa {
+namespace prop {
+namespace {
+
+namespace kn = trt_edgellm::kernel;
+
+// Owns one backend allocation.
+class Buf {
+public:
+    explicit Buf(size_t bytes) : bytes_(bytes), p_(backend::alloc(bytes)) {}
+    template <typename E>
+    explicit Buf(std::vector<E> const& host) : Buf(host.size() * sizeof(E)) {
+        backend::upload(p_, host.data(), bytes_);
+    }
+    ~Buf() { backend::release(p_); }
+    Buf(Buf const&) = delete;
+    Buf& operator=(Buf const&) = delete;
+    template <typename E>
+    E* as() const {
+        return static_cast<E*>(p_);
+    }
+    template <typename E>
+    std::vector<E> download() const {
+        std::vector<E> v(bytes_ / sizeof(E));
+        backend::download(v.data(), p_, v.size() * sizeof(E));
+        return v;
+    }
+
+private:
+    size_t bytes_;
+    void* p_;
+};
+
+std::vector<uint8_t> fillBytes(Fill f, uint64_t seed, size_t bytes) {
+    std::vector<uint8_t> v(bytes, 0);
+    if (f == Fill::kNaN) {
+        // FP32 NaN in every 4-byte word; as 2-byte halves 0x7FC1 is a NaN of half and bf16 too.
+        for (size_t i = 0; i + 3 < bytes; i += 4) {
+            uint32_t w = 0x7FC17FC1u;
+            std::memcpy(&v[i], &w, 4);
+        }
+    } else if (f == Fill::kGarbage) {
+        std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 7);
+        for (size_t i = 0; i < bytes; i += 8) {
+            uint64_t w = rng();
+            std::memcpy(&v[i], &w, std::min<size_t>(8, bytes - i));
+        }
+    }
+    return v;
+}
+
+// A workspace with its base 128-byte aligned plus o.workspaceMisalign.
+struct Workspace {
+    Workspace(size_t sizeAnswer, RunOptions const& o)
+        : bytes(o.workspaceBytes ? o.workspaceBytes : sizeAnswer), buf(bytes + o.workspaceMisalign + 128) {
+        std::vector<uint8_t> init = fillBytes(o.workspaceFill, o.fillSeed, bytes + o.workspaceMisalign + 128);
+        backend::upload(buf.as<uint8_t>(), init.data(), init.size());
+        ptr = buf.as<uint8_t>() + o.workspaceMisalign;
+    }
+    size_t bytes;
+    Buf buf;
+    void* ptr;
+};
+
+kn::QsaIndexerPoolState poolState(ref::PoolDims const& d, Buf const& pool, Buf const& pageTable) {
+    kn::QsaIndexerPoolState s{};
+    s.poolPtr = pool.as<void>();
+    s.pageTable = pageTable.as<int32_t>();
+    s.maxPagesPerSeq = d.maxPagesPerSeq;
+    s.numPages = d.numPages;
+    s.numKVHeads = d.numKVHeads;
+    s.poolHeadDim = d.poolHeadDim;
+    s.headSize = d.headSize;
+    return s;
+}
+
+// Device state of one prefill run, alive until its stream is synchronized.
+struct PrefillRun {
+    PrefillRun(PrefillCase const& c, RunOptions const& o)
+        : out(std::vector<int32_t>(size_t(c.batchSize) * c.seqLen * ref::kIndexWidth, outIdxCanary(o.fillSeed))),
+          qk(c.indexQk), cosSin(c.cosSin), ctx(c.contextLengths), wQ(c.wQ), wK(c.wK),
+          ws(kn::getQsaIndexerWorkspaceSize(c.batchSize, c.seqLen), o),
+          pool(c.hasPool ? c.pool.data : std::vector<uint16_t>{}),
+          pageTable(c.hasPool ? c.pool.pageTable : std::vector<int32_t>{}), stream(backend::stream(o.stream)) {}
+    // Call after backend::fence() so that every upload has landed before any stream starts.
+    void start(PrefillCase const& c) {
+        kn::QsaIndexerPoolState s = poolState(c.pool.dims, pool, pageTable);
+        if (c.dtype == DType::kHalf) {
+            launch<__half>(c, s, stream);
+        } else {
+            launch<__nv_bfloat16>(c, s, stream);
+        }
+    }
+    template <typename T>
+    void launch(PrefillCase const& c, kn::QsaIndexerPoolState const& s, cudaStream_t st) {
+        kn::runQsaIndexerPrefill<T>(out.as<int32_t>(), qk.as<T>(), cosSin.as<float>(), ctx.as<int32_t>(), wQ.as<T>(),
+                                    wK.as<T>(), c.rmsEps, ws.ptr, ws.bytes, c.batchSize, c.seqLen,
+                                    c.hasPool ? &s : nullptr, st);
+    }
+    PrefillOut result(PrefillCase const& c) {
+        backend::sync(stream);
+        PrefillOut r;
+        r.outIdx = out.download<int32_t>();
+        if (c.hasPool)
+            r.pool = pool.download<uint16_t>();
+        return r;
+    }
+    Buf out, qk, cosSin, ctx, wQ, wK;
+    Workspace ws;
+    Buf pool, pageTable;
+    cudaStream_t stream;
+};
+
+} // namespace
+
+int32_t outIdxCanary(uint64_t fillSeed) {
+    return int32_t(0x80000000u | uint32_t(0x5A5A0000u + (fillSeed & 0xFFFF)));
+}
+
+PrefillOut runImplPrefill(PrefillCase const& c, RunOptions const& o) {
+    PrefillRun run(c, o);
+    backend::fence();
+    run.start(c);
+    return run.result(c);
+}
+
+std::pair<PrefillOut, PrefillOut> runImplPrefillPair(PrefillCase const& a, PrefillCase const& b, RunOptions oa,
+                                                     RunOptions ob) {
+    oa.stream = 1;
+    ob.stream = 2;
+    PrefillRun ra(a, oa);
+    PrefillRun rb(b, ob);
+    backend::fence();
+    ra.start(a);
+    rb.start(b);
+    PrefillOut outB = rb.result(b);
+    return {ra.result(a), std::move(outB)};
+}
+
+DecodeOut runImplDecode(DecodeCase const& c, RunOptions const& o) {
+    Buf out(std::vector<int32_t>(size_t(c.batchSize) * ref::kIndexWidth, outIdxCanary(o.fillSeed)));
+    Buf qk(c.indexQk), cosSin(c.cosSin), ctx(c.contextLengths), wQ(c.wQ), wK(c.wK);
+    Buf pool(c.pool.data), pageTable(c.pool.pageTable);
+    Buf split(c.hasSplitCounters ? c.splitCounters : std::vector<int32_t>{});
+    Workspace ws(kn::getQsaIndexerDecodeWorkspaceSize(c.batchSize, c.maxBlocks), o);
+    kn::QsaIndexerPoolState s = poolState(c.pool.dims, pool, pageTable);
+    cudaStream_t st = backend::stream(o.stream);
+    backend::fence();
+    int32_t* splitPtr = c.hasSplitCounters ? split.as<int32_t>() : nullptr;
+    if (c.dtype == DType::kHalf) {
+        kn::runQsaIndexerDecode<__half>(out.as<int32_t>(), qk.as<__half>(), cosSin.as<float>(), ctx.as<int32_t>(),
+                                        wQ.as<__half>(), wK.as<__half>(), c.rmsEps, s, splitPtr, ws.ptr, ws.bytes,
+                                        c.batchSize, c.maxBlocks, st);
+    } else {
+        kn::runQsaIndexerDecode<__nv_bfloat16>(out.as<int32_t>(), qk.as<__nv_bfloat16>(), cosSin.as<float>(),
+                                               ctx.as<int32_t>(), wQ.as<__nv_bfloat16>(), wK.as<__nv_bfloat16>(),
+                                               c.rmsEps, s, splitPtr, ws.ptr, ws.bytes, c.batchSize, c.maxBlocks, st);
+    }
+    backend::sync(st);
+    DecodeOut r;
+    r.outIdx = out.download<int32_t>();
+    r.pool = pool.download<uint16_t>();
+    if (c.hasSplitCounters)
+        r.splitCounters = split.download<int32_t>();
+    return r;
+}
+
+bool implOnGpu() {
+    return backend::onGpu();
+}
+
+size_t prefillWorkspaceSize(int32_t batchSize, int32_t maxSeqLen) {
+    return kn::getQsaIndexerWorkspaceSize(batchSize, maxSeqLen);
+}
+
+size_t decodeWorkspaceSize(int32_t maxBatchSize, int32_t maxBlocks) {
+    return kn::getQsaIndexerDecodeWorkspaceSize(maxBatchSize, maxBlocks);
+}
+
+} // namespace prop
+} // namespace qsa

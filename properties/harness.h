@@ -1,0 +1,63 @@
+// The one door through which every property reaches the implementation under test: the public API of
+// contract section 2 (kernels/qsaIndexerRunner.h), nothing else. Two backends are linked in by choice
+// (properties/BUILD): harness_gpu.cc (device buffers, streams, the implementation behind
+// //properties:impl) and harness_host.cc (host buffers, the reference pipeline of reference_impl.cc).
+// The same property sources are compiled against either.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "reference/qsaReference.h"
+
+namespace qsa {
+namespace prop {
+
+using ref::DecodeCase;
+using ref::DType;
+using ref::PrefillCase;
+
+// What the workspace holds before a run (contract section 6: results never depend on it).
+enum class Fill { kGarbage, kNaN, kZero };
+
+struct RunOptions {
+    Fill workspaceFill = Fill::kGarbage;
+    uint64_t fillSeed = 1;        // garbage bytes and the outIdx canary derive from it
+    int stream = 0;               // 0: the legacy default stream; 1, 2: two streams created by the harness
+    size_t workspaceBytes = 0;    // bytes passed to the runner; 0: the size function's answer
+    size_t workspaceMisalign = 0; // added to a 128-byte-aligned base pointer
+};
+
+struct PrefillOut {
+    std::vector<int32_t> outIdx; // [B, S, 2051]
+    std::vector<uint16_t> pool;  // contents after the run (with a pool)
+};
+
+struct DecodeOut {
+    std::vector<int32_t> outIdx; // [B, 1, 2051]
+    std::vector<uint16_t> pool;
+    std::vector<int32_t> splitCounters;
+};
+
+// True when the implementation under test runs on a GPU (harness_gpu.cc).
+bool implOnGpu();
+
+// outIdx is pre-filled with a canary derived from fillSeed (so an unwritten row shows), the workspace
+// with o.workspaceFill; the run is synchronized before returning. Errors of the runner propagate.
+PrefillOut runImplPrefill(PrefillCase const& c, RunOptions const& o = {});
+DecodeOut runImplDecode(DecodeCase const& c, RunOptions const& o = {});
+
+// Both cases enqueued, each on its own stream and workspace, before either is synchronized.
+std::pair<PrefillOut, PrefillOut> runImplPrefillPair(PrefillCase const& a, PrefillCase const& b, RunOptions oa,
+                                                     RunOptions ob);
+
+size_t prefillWorkspaceSize(int32_t batchSize, int32_t maxSeqLen);
+size_t decodeWorkspaceSize(int32_t maxBatchSize, int32_t maxBlocks);
+
+// The canary written into outIdx before a run (never a valid entry: negative and != -1).
+int32_t outIdxCanary(uint64_t fillSeed);
+
+} // namespace prop
+} // namespace qsa

@@ -1,0 +1,98 @@
+// Contract 7.3 (padding): padded rows (t >= ctx[b], ctx[b] == 0) are all -1, and padded inputs are never
+// read: poisoning them with NaN / Inf / garbage changes nothing (outIdx and pool). Context lengths outside
+// [0, S] act clamped. Invalid decode rows (ctx < 1 or ceilDiv(ctx, 4) > maxBlocks) are all -1, write
+// no pool cell and change nothing for the other rows.
+#include <algorithm>
+
+#include "properties/cases.h"
+#include "properties/prop.h"
+
+namespace qsa {
+namespace prop {
+namespace {
+
+QSA_PROP(Padding, PaddedRowsAllMinusOneAndPoisonIgnored, 40) {
+    SpecOptions o;
+    o.allowPoison = false;
+    o.pool = *rc::gen::arbitrary<bool>();
+    PrefillSpec spec = *genPrefillSpec(o);
+    ref::PrefillCase const clean = toCase(spec);
+    spec.act.poisonPadding = true;
+    ref::PrefillCase const poisoned = toCase(spec);
+    Capture cap("padding", describe(spec));
+    cap.add(poisoned);
+    PrefillOut const a = runImplPrefill(poisoned);
+    for (int32_t b = 0; b < spec.B; ++b) {
+        for (int32_t t = spec.ctx[b]; t < spec.S; ++t) {
+            int32_t const* row = &a.outIdx[(size_t(b) * spec.S + t) * ref::kIndexWidth];
+            if (!std::all_of(row, row + ref::kIndexWidth, [](int32_t v) { return v == -1; })) {
+                RC_FAIL("padded row b=" + std::to_string(b) + " t=" + std::to_string(t) + " (ctx " +
+                        std::to_string(spec.ctx[b]) + ") is not all -1: " + rowLayoutViolation(row, t, false, false));
+            }
+        }
+    }
+    PrefillOut const c = runImplPrefill(clean);
+    QSA_REQUIRE_EMPTY(diffOutIdx(a.outIdx, c.outIdx, spec.S, "poisoned padding vs clean padding"));
+    if (spec.hasPool)
+        QSA_REQUIRE_EMPTY(diffPool(a.pool, c.pool, clean.pool.dims, "pool, poisoned vs clean padding"));
+}
+
+QSA_PROP(Padding, ContextLengthsOutsideRangeActClamped, 25) {
+    PrefillSpec const spec = *genPrefillSpec(SpecOptions{});
+    ref::PrefillCase const c = toCase(spec);
+    ref::PrefillCase wild = c;
+    for (int32_t& ctx : wild.contextLengths) {
+        if (ctx == 0)
+            ctx = -*rc::gen::element<int32_t>(1, 4, 1 << 30);
+        else if (ctx == c.seqLen)
+            ctx = c.seqLen + *rc::gen::element<int32_t>(1, 4, 129, 1 << 30);
+    }
+    Capture cap("padding", describe(spec));
+    cap.add(wild);
+    QSA_REQUIRE_EMPTY(
+        diffOutIdx(runImplPrefill(wild).outIdx, runImplPrefill(c).outIdx, c.seqLen, "wild ctx vs clamped ctx"));
+}
+
+QSA_PROP(Padding, InvalidDecodeRowsAreInert, 30) {
+    DecodeChainSpec spec = *genDecodeChainSpec(implOnGpu() ? 700 : 200, 3, false, false);
+    spec.B = std::max(spec.B, 2);
+    spec.L.resize(spec.B, 5);
+    Chain ch = makeChain(spec);
+    Capture cap("padding", describe(spec));
+    std::vector<uint16_t> const pool = runImplPrefill(ch.prefillL).pool;
+    ref::DecodeCase d = ch.steps.back();
+    d.pool.data = pool;
+    int32_t const bad = *rc::gen::inRange<int32_t>(0, spec.B);
+    ref::DecodeCase inv = d;
+    inv.contextLengths[bad] = *rc::gen::element<int32_t>(0, -1, -1000, 4 * d.maxBlocks + 1, 4 * d.maxBlocks + 4);
+    RC_LOG() << "invalid row b=" << bad << " ctx=" << inv.contextLengths[bad] << " maxBlocks=" << d.maxBlocks << "\n";
+    cap.add(inv);
+    DecodeOut const got = runImplDecode(inv);
+    DecodeOut const base = runImplDecode(d);
+    for (int32_t b = 0; b < d.batchSize; ++b) {
+        int32_t const* g = &got.outIdx[size_t(b) * ref::kIndexWidth];
+        int32_t const* w = &base.outIdx[size_t(b) * ref::kIndexWidth];
+        if (b == bad) {
+            RC_ASSERT(std::all_of(g, g + ref::kIndexWidth, [](int32_t v) { return v == -1; }));
+        } else if (!std::equal(g, g + ref::kIndexWidth, w)) {
+            RC_FAIL("valid decode row b=" + std::to_string(b) + " changed because row " + std::to_string(bad) +
+                    " is invalid");
+        }
+    }
+    // No cell of the invalid row: its pages hold what they held before; every other cell as in the valid run.
+    std::vector<uint16_t> want = base.pool;
+    ref::PoolDims const& dims = d.pool.dims;
+    size_t const pageElems = size_t(128) * dims.numKVHeads * dims.poolHeadDim;
+    for (int plane = 0; plane < 2; ++plane) {
+        for (int32_t s = 0; s < dims.maxPagesPerSeq; ++s) {
+            int32_t const page = usablePage(d.pool, bad, plane, s * 128);
+            if (page >= 0)
+                std::copy_n(pool.begin() + page * pageElems, pageElems, want.begin() + page * pageElems);
+        }
+    }
+    QSA_REQUIRE_EMPTY(diffPool(got.pool, want, dims, "pool after a step with an invalid row"));
+}
+
+} // namespace
+} // namespace prop
+} // namespace qsa

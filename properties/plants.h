@@ -1,0 +1,117 @@
+// Hooks of reference_impl.cc. With QSA_PLANT == 0 (always, in every target of //properties/...) each hook
+// is the plain contract step. A non-zero QSA_PLANT compiles in ONE deliberate bug, used once per contract to
+// prove that its property catches and shrinks it (README.md, "Planted bugs"):
+//   bazel test //properties:<contract>_test --per_file_copt=properties/reference_impl.cc@-DQSA_PLANT=<n>
+#pragma once
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "reference/stages.h"
+
+namespace qsa {
+namespace prop {
+namespace plant {
+
+inline int32_t clampedCtx(int32_t const* ctx, int32_t b, int32_t S) {
+    return std::min(std::max(ctx[b], 0), S);
+}
+
+// Plant 8 (workspace): alignment checked modulo 64 instead of 128.
+constexpr uintptr_t kWorkspaceAlign = QSA_PLANT == 8 ? 64 : 128;
+
+// Plant 1 (differential): K2 rounds positive logits of odd blocks one ulp lower.
+// Plant 4 (determinism): K2 leaves invisible entries unwritten (the sort then reads workspace garbage).
+inline void scores(ref::DType dt, float* keys, uint16_t const* qNormed, uint16_t const* kbar, int32_t const* ctx,
+                   int32_t B, int32_t S, int32_t r0, int32_t r1) {
+    int32_t const MB = (S + 3) / 4;
+    if (QSA_PLANT == 4) {
+        std::vector<float> tmp(size_t(r1 - r0) * MB);
+        ref::scores(dt, tmp.data(), qNormed, kbar, ctx, B, S, r0, r1);
+        for (size_t i = 0; i < tmp.size(); ++i) {
+            if (tmp[i] != -FLT_MAX)
+                keys[i] = tmp[i];
+        }
+        return;
+    }
+    ref::scores(dt, keys, qNormed, kbar, ctx, B, S, r0, r1);
+    if (QSA_PLANT == 1) {
+        for (size_t i = 0; i < size_t(r1 - r0) * MB; ++i) {
+            if ((i % MB) % 2 == 1 && keys[i] > 0.0f && std::isfinite(keys[i]))
+                keys[i] = std::nextafter(keys[i], 0.0f);
+        }
+    }
+}
+
+// Plant 2 (layout): rows with (t + 1) % 4 == 3 get the future token t + 1 as a 4th tail entry.
+// Plant 3 (padding): padded rows are left unwritten.
+// Plant 5 (batch invariance): sequences b > 0 treat rows t >= ctx[0] as padding.
+inline void expand(int32_t* out, int32_t const* sortedIds, int32_t const* ctx, int32_t B, int32_t S, int32_t r0,
+                   int32_t r1) {
+    size_t const W = ref::kIndexWidth;
+    std::vector<int32_t> before;
+    if (QSA_PLANT == 3)
+        before.assign(out + size_t(r0) * W, out + size_t(r1) * W);
+    ref::expand(out, sortedIds, ctx, B, S, r0, r1);
+    for (int32_t r = r0; r < r1 && QSA_PLANT != 0; ++r) {
+        int32_t const b = r / S, t = r % S;
+        int32_t* row = out + size_t(r) * W;
+        bool const padded = t >= clampedCtx(ctx, b, S);
+        if (QSA_PLANT == 2 && !padded && (t + 1) % 4 == 3) {
+            int32_t const nVis = (t + 1) / 4, kSel = std::min(512, nVis);
+            row[4 * kSel + 3] = 4 * nVis + 3;
+        }
+        if (QSA_PLANT == 3 && padded)
+            std::memcpy(row, &before[size_t(r - r0) * W], W * sizeof(int32_t));
+        if (QSA_PLANT == 5 && b > 0 && t >= clampedCtx(ctx, 0, S))
+            std::fill(row, row + W, -1);
+    }
+}
+
+inline size_t tailOffset(ref::PoolDims const& d, int32_t page, int32_t row, int32_t head) {
+    return ((size_t(page) * 128 + row) * d.numKVHeads + head) * d.poolHeadDim + d.headSize;
+}
+
+// Plant 7 (pool hygiene): the raw-k tail scatter also writes head numKVHeads - 1.
+inline void afterRawKTailScatter(uint16_t const* qk, int32_t const* ctx, int32_t B, int32_t S, ref::PoolView const& p) {
+    if (QSA_PLANT != 7 || p.dims.numKVHeads < 2)
+        return;
+    for (int32_t b = 0; b < B; ++b) {
+        int32_t const c = clampedCtx(ctx, b, S);
+        for (int32_t t = c - c % 4; t < c; ++t) {
+            int32_t const slot = t >> 7;
+            if (slot >= p.dims.maxPagesPerSeq)
+                continue;
+            int32_t const page = p.pageTable[(size_t(b) * 2) * p.dims.maxPagesPerSeq + slot];
+            if (page < 0 || page >= p.dims.numPages)
+                continue;
+            std::memcpy(p.pool + tailOffset(p.dims, page, t & 127, p.dims.numKVHeads - 1),
+                        qk + (size_t(b) * S + t) * ref::kQkWidth + 512, 128 * sizeof(uint16_t));
+        }
+    }
+}
+
+// Plant 6 (prefill/decode): a completing decode step compresses K-tail row 4g + 1 in place of row 4g.
+inline void beforeDecodePrep(int32_t const* ctx, int32_t B, int32_t maxBlocks, ref::PoolView const& p) {
+    if (QSA_PLANT != 6)
+        return;
+    for (int32_t b = 0; b < B; ++b) {
+        if (ctx[b] < 4 || ctx[b] % 4 != 0 || (ctx[b] + 3) / 4 > maxBlocks)
+            continue;
+        int32_t const t = ctx[b] - 4, slot = t >> 7;
+        if (slot >= p.dims.maxPagesPerSeq)
+            continue;
+        int32_t const page = p.pageTable[(size_t(b) * 2) * p.dims.maxPagesPerSeq + slot];
+        if (page < 0 || page >= p.dims.numPages)
+            continue;
+        std::memcpy(p.pool + tailOffset(p.dims, page, t & 127, 0), p.pool + tailOffset(p.dims, page, (t + 1) & 127, 0),
+                    128 * sizeof(uint16_t));
+    }
+}
+
+} // namespace plant
+} // namespace prop
+} // namespace qsa

@@ -1,0 +1,45 @@
+// Contract 7.7 (pool hygiene): against canary-filled pools with fragmented page tables, -1 holes,
+// out-of-plane ids and too-short tables, a run changes only the cells of section 3: the V-tails of valid
+// blocks (written), the K-tails of the trailing tokens (raw k, bit-unmodified); nothing else, in
+// particular no cell of a page that is -1, out of its plane or beyond maxPagesPerSeq. Decode steps
+// likewise (one K-tail or one V-tail per valid row), and split counters rows b < B become 0.
+#include "properties/cases.h"
+#include "properties/prop.h"
+
+namespace qsa {
+namespace prop {
+namespace {
+
+QSA_PROP(PoolHygiene, PrefillTouchesOnlyContractCells, 40) {
+    SpecOptions o;
+    o.pool = true;
+    o.hostilePool = *rc::gen::weightedElement<bool>({{1, false}, {3, true}});
+    PrefillSpec const spec = *genPrefillSpec(o);
+    ref::PrefillCase const c = toCase(spec);
+    Capture cap("pool_hygiene", describe(spec));
+    cap.add(c);
+    PrefillOut const got = runImplPrefill(c);
+    QSA_REQUIRE_EMPTY(checkCellPlan(prefillCellPlan(c), c.pool.data, got.pool, c.pool.dims, c.dtype));
+}
+
+QSA_PROP(PoolHygiene, DecodeTouchesOnlyContractCells, 30) {
+    bool const hostile = *rc::gen::weightedElement<bool>({{1, false}, {3, true}});
+    DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 1100 : 300, 6, false, hostile);
+    Chain ch = makeChain(spec);
+    Capture cap("pool_hygiene", describe(spec));
+    std::vector<uint16_t> pool = runImplPrefill(ch.prefillL).pool;
+    for (ref::DecodeCase& d : ch.steps) {
+        d.pool.data = pool;
+        cap.add(d);
+        DecodeOut const got = runImplDecode(d);
+        QSA_REQUIRE_EMPTY(checkCellPlan(decodeCellPlan(d), d.pool.data, got.pool, d.pool.dims, d.dtype));
+        if (d.hasSplitCounters) {
+            RC_ASSERT(got.splitCounters == std::vector<int32_t>(d.splitCounters.size(), 0));
+        }
+        pool = got.pool;
+    }
+}
+
+} // namespace
+} // namespace prop
+} // namespace qsa

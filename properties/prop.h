@@ -1,0 +1,93 @@
+// Shared machinery of the property tests: the QSA_PROP macro (a RapidCheck property with a modest
+// default number of cases that RC_PARAMS=max_success=N overrides), row checks of contract section 4,
+// bitwise diffs that name the first mismatch, and fixture capture of the shrunk counterexample.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "properties/generators.h"
+#include "properties/harness.h"
+#include "reference/qsaReference.h"
+
+namespace qsa {
+namespace prop {
+
+// RC_PARAMS's max_success when it is set, else `fallback` (each property's budget-friendly default).
+int maxSuccess(int fallback);
+
+// Runs `testable` as RapidCheck does for RC_GTEST_PROP, with maxSuccess(defaultCases) cases; on failure
+// writes the captured counterexample as a fixture and prints the command that installs it.
+void checkProperty(std::string const& id, int defaultCases, rc::detail::Property const& property);
+
+#define QSA_PROP(Suite, Name, DefaultCases)                                                                            \
+    static void qsaProp_##Suite##_##Name();                                                                            \
+    TEST(Suite, Name) {                                                                                                \
+        ::qsa::prop::checkProperty(#Suite "." #Name, (DefaultCases),                                                   \
+                                   ::rc::detail::toProperty(&qsaProp_##Suite##_##Name));                               \
+    }                                                                                                                  \
+    static void qsaProp_##Suite##_##Name()
+
+// Fails the current property with `msg` when it is not empty.
+#define QSA_REQUIRE_EMPTY(msg)                                                                                         \
+    do {                                                                                                               \
+        std::string const qsaMsg_ = (msg);                                                                             \
+        if (!qsaMsg_.empty())                                                                                          \
+            RC_FAIL(qsaMsg_);                                                                                          \
+    } while (false)
+
+// Remembers the cases of one property execution; when the execution fails (an RC_ASSERT / RC_FAIL is
+// unwinding), they become the test's capture candidate (the last failing execution is the shrunk one).
+class Capture {
+public:
+    Capture(char const* contract, std::string description);
+    ~Capture();
+    Capture(Capture const&) = delete;
+    Capture& operator=(Capture const&) = delete;
+    void add(ref::PrefillCase const& c) { prefill_.push_back(&c); }
+    void add(ref::DecodeCase const& c) { decode_.push_back(&c); }
+
+private:
+    char const* contract_;
+    std::string description_;
+    int uncaught_;
+    std::vector<ref::PrefillCase const*> prefill_;
+    std::vector<ref::DecodeCase const*> decode_;
+};
+
+// ---- contract section 4 row checks --------------------------------------------------------------
+
+// The violations of K4's consequences in one output row (empty when none). `t` is the query position,
+// `valid` whether the row is a real token (t < ctx). Decode rows (ascendingBlocks) emit blocks in
+// ascending id.
+std::string rowLayoutViolation(int32_t const* row, int32_t t, bool valid, bool ascendingBlocks);
+
+// The selected blocks (sorted ascending) and the tail of a valid row.
+struct RowSelection {
+    std::vector<int32_t> blocks;
+    std::vector<int32_t> tail;
+    bool operator==(RowSelection const& o) const { return blocks == o.blocks && tail == o.tail; }
+};
+RowSelection selectionOf(int32_t const* row, int32_t t);
+std::string show(RowSelection const& s);
+
+// ---- diffs -----------------------------------------------------------------------------------------
+
+// "" when equal; else the first differing row (b, t) and column with both values and how many differ.
+std::string diffOutIdx(std::vector<int32_t> const& got, std::vector<int32_t> const& want, int32_t S, char const* what);
+// Pool contents: the first differing element as (page, row, head, col) with both bit patterns.
+std::string diffPool(std::vector<uint16_t> const& got, std::vector<uint16_t> const& want, ref::PoolDims const& d,
+                     char const* what);
+
+// Output rows worth checking against the reference when a full reference run is too costly: chunk
+// boundaries (multiples of Rc +- 1), sequence starts and ends, block and page boundaries, random rows.
+std::vector<int64_t> sampleRows(ref::PrefillCase const& c, size_t randomRows, uint64_t seed);
+// Whether the full reference pipeline is affordable for this case on this machine.
+bool fullReferenceAffordable(ref::PrefillCase const& c);
+
+} // namespace prop
+} // namespace qsa

@@ -1,0 +1,144 @@
+// Contract 7.8 (workspace): the size functions follow section 6 (every slot but CUB's exactly, CUB's slot
+// at least 1 MiB and 128-aligned; the exact CUB query is a GPU stage check in differential_stages_test),
+// a workspace sized for (B, maxS) serves every S <= maxS with the same results, and an undersized or
+// misaligned workspace, non-positive sizes and invalid pool states throw std::runtime_error.
+#include <stdexcept>
+
+#include "properties/cases.h"
+#include "properties/prop.h"
+
+namespace qsa {
+namespace prop {
+namespace {
+
+constexpr size_t kMiB = size_t(1) << 20;
+
+// "" when fn() throws std::runtime_error whose message contains every string of `mentions`.
+template <typename Fn>
+std::string throwsRuntimeError(Fn fn, std::vector<std::string> const& mentions, std::string const& what) {
+    try {
+        fn();
+    } catch (std::runtime_error const& e) {
+        for (std::string const& m : mentions) {
+            if (std::string(e.what()).find(m) == std::string::npos) {
+                return what + ": message \"" + e.what() + "\" does not mention " + m;
+            }
+        }
+        return "";
+    } catch (std::exception const& e) {
+        return what + ": threw a non-runtime_error: " + e.what();
+    }
+    return what + ": did not throw";
+}
+
+QSA_PROP(Workspace, SizesFollowSection6, 200) {
+    int32_t const B = *rc::gen::inRange<int32_t>(1, 65);
+    int32_t const S = *rc::gen::weightedOneOf<int32_t>(
+        {{3, rc::gen::inRange<int32_t>(1, 9000)},
+         {1, rc::gen::element<int32_t>(1, 4, 5, 2048, 2049, 4096, 8192, 16384, 65536)}});
+    size_t const size = prefillWorkspaceSize(B, S);
+    size_t const nonCub = ref::prefillWorkspaceBytes(B, S, 0) - kMiB; // every slot but CUB's
+    RC_LOG() << "B=" << B << " S=" << S << " size=" << size << " non-CUB slots=" << nonCub << "\n";
+    RC_ASSERT(size >= nonCub + kMiB);
+    RC_ASSERT((size - nonCub) % 128 == 0);
+    if (!implOnGpu())
+        RC_ASSERT(size == ref::prefillWorkspaceBytes(B, S, 0)); // no CUB: the 1 MiB floor
+    int32_t const maxBlocks = *rc::gen::inRange<int32_t>(1, 5000);
+    RC_ASSERT(decodeWorkspaceSize(B, maxBlocks) == ref::decodeWorkspaceBytes(B, maxBlocks));
+    // The bound covers every S' <= S.
+    int32_t const smaller = *rc::gen::inRange<int32_t>(1, S + 1);
+    RC_ASSERT(prefillWorkspaceSize(B, smaller) <= size);
+}
+
+QSA_PROP(Workspace, SizeFunctionsRejectNonPositive, 20) {
+    int32_t const bad = *rc::gen::element<int32_t>(0, -1, INT32_MIN);
+    int32_t const good = *rc::gen::inRange<int32_t>(1, 100);
+    QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { prefillWorkspaceSize(bad, good); }, {}, "prefill size, batchSize"));
+    QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { prefillWorkspaceSize(good, bad); }, {}, "prefill size, maxSeqLen"));
+    QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { decodeWorkspaceSize(bad, good); }, {}, "decode size, batchSize"));
+    QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { decodeWorkspaceSize(good, bad); }, {}, "decode size, maxBlocks"));
+}
+
+// A workspace sized for (B, maxS) runs S <= maxS with the results of an exactly sized one.
+QSA_PROP(Workspace, LargerWorkspaceServesSmallerS, 20) {
+    PrefillSpec const spec = *genPrefillSpec(SpecOptions{});
+    ref::PrefillCase const c = toCase(spec);
+    int32_t const maxS = spec.S + *rc::gen::element<int32_t>(0, 1, 3, 100, 2000);
+    RunOptions big;
+    big.workspaceBytes = prefillWorkspaceSize(spec.B, maxS) + *rc::gen::element<size_t>(0, 1, 128, 4096);
+    Capture cap("workspace", describe(spec));
+    cap.add(c);
+    QSA_REQUIRE_EMPTY(
+        diffOutIdx(runImplPrefill(c, big).outIdx, runImplPrefill(c).outIdx, c.seqLen, "big vs exact workspace"));
+}
+
+QSA_PROP(Workspace, UndersizedOrMisalignedThrows, 40) {
+    PrefillSpec spec = *genPrefillSpec(SpecOptions{});
+    ref::PrefillCase const c = toCase(spec);
+    size_t const need = prefillWorkspaceSize(c.batchSize, c.seqLen);
+    RunOptions under;
+    under.workspaceBytes = need - *rc::gen::weightedOneOf<size_t>({{3, rc::gen::element<size_t>(1, 2, 127, 128)},
+                                                                   {1, rc::gen::inRange<size_t>(1, need)}});
+    RunOptions misaligned;
+    misaligned.workspaceMisalign = *rc::gen::inRange<size_t>(1, 128);
+    RC_LOG() << describe(spec) << " need=" << need << " given=" << under.workspaceBytes
+             << " misalign=" << misaligned.workspaceMisalign << "\n";
+    QSA_REQUIRE_EMPTY(throwsRuntimeError(
+        [&] { runImplPrefill(c, under); },
+        {"runQsaIndexerPrefill", std::to_string(under.workspaceBytes), std::to_string(need)}, "undersized prefill"));
+    QSA_REQUIRE_EMPTY(
+        throwsRuntimeError([&] { runImplPrefill(c, misaligned); }, {"runQsaIndexerPrefill"},
+                           "misaligned prefill (+" + std::to_string(misaligned.workspaceMisalign) + " bytes)"));
+
+    DecodeChainSpec const ds = *genDecodeChainSpec(40, 1, false, false);
+    Chain ch = makeChain(ds);
+    ref::DecodeCase& d = ch.steps[0];
+    d.pool.data = ch.prefillL.pool.data;
+    size_t const dneed = decodeWorkspaceSize(d.batchSize, d.maxBlocks);
+    RunOptions dunder;
+    dunder.workspaceBytes = dneed - *rc::gen::inRange<size_t>(1, dneed);
+    QSA_REQUIRE_EMPTY(throwsRuntimeError(
+        [&] { runImplDecode(d, dunder); },
+        {"runQsaIndexerDecode", std::to_string(dunder.workspaceBytes), std::to_string(dneed)}, "undersized decode"));
+    QSA_REQUIRE_EMPTY(
+        throwsRuntimeError([&] { runImplDecode(d, misaligned); }, {"runQsaIndexerDecode"},
+                           "misaligned decode (+" + std::to_string(misaligned.workspaceMisalign) + " bytes)"));
+}
+
+QSA_PROP(Workspace, InvalidPoolStatesThrow, 30) {
+    DecodeChainSpec const ds = *genDecodeChainSpec(40, 1, false, false);
+    Chain ch = makeChain(ds);
+    ref::DecodeCase d = ch.steps[0];
+    d.pool.data = ch.prefillL.pool.data;
+    ref::PrefillCase p = ch.prefillL;
+    int const which = *rc::gen::inRange(0, 5);
+    auto breakDims = [which](ref::PoolDims& dims) {
+        switch (which) {
+        case 0:
+            dims.numPages = *rc::gen::element<int32_t>(0, -1);
+            break;
+        case 1:
+            dims.numKVHeads = *rc::gen::element<int32_t>(0, -3);
+            break;
+        case 2:
+            dims.headSize = *rc::gen::element<int32_t>(0, -128);
+            break;
+        case 3:
+            dims.poolHeadDim = dims.headSize + *rc::gen::inRange<int32_t>(0, 128);
+            break;
+        default:
+            dims.maxPagesPerSeq = *rc::gen::element<int32_t>(0, -1);
+            break;
+        }
+    };
+    breakDims(d.pool.dims);
+    p.pool.dims = d.pool.dims;
+    RC_LOG() << "broken pool dims case " << which << "\n";
+    QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { runImplDecode(d); }, {"runQsaIndexerDecode"}, "decode, invalid pool"));
+    QSA_REQUIRE_EMPTY(
+        throwsRuntimeError([&] { runImplPrefill(p); }, {"runQsaIndexerPrefill"}, "prefill, invalid pool"));
+}
+
+} // namespace
+} // namespace prop
+} // namespace qsa
