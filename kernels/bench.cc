@@ -1,0 +1,364 @@
+// //kernels:bench (issue 4, item 5): times the prefill and decode runners and each stage launcher with
+// CUDA events (median of >= 20 runs after warm-up), measures the machine's FP32 FMA rate and copy
+// bandwidth in the same run, and prints the time over the floor:
+//   K2 floor     = 1024 FLOP * sum over rows of floor((t + 1) / 4) / FMA rate
+//   sort floor   = 16 bytes per sorted pair / bandwidth (pairs: each row's visible prefix, nVis)
+//   decode floor = B * ctx / 4 * 256 bytes of kbar / bandwidth
+// Usage: bench [--runs N] [--dtype half|bf16]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/bench_floor.h"
+#include "kernels/qsaIndexerKernels.h"
+#include "kernels/qsaIndexerRunner.h"
+
+// Declared, not defined: cuda_fp16.h needs CCCL headers that @cuda//:cuda_headers does not export, and
+// the bench only passes T pointers.
+struct __half;
+typedef __half half;
+struct __nv_bfloat16;
+
+namespace kn = trt_edgellm::kernel;
+
+namespace {
+
+void ck(cudaError_t e, char const* what) {
+    if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+template <typename E>
+E* dalloc(size_t n) {
+    void* p = nullptr;
+    ck(cudaMalloc(&p, std::max<size_t>(n * sizeof(E), 1)), "cudaMalloc");
+    return static_cast<E*>(p);
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Event pairs on one stream: lap() returns ms since the previous mark.
+struct Laps {
+    explicit Laps(cudaStream_t s) : s(s) {}
+    ~Laps() {
+        for (auto e : ev) cudaEventDestroy(e);
+    }
+    void mark(std::string const& name) {
+        cudaEvent_t e;
+        ck(cudaEventCreate(&e), "event");
+        ck(cudaEventRecord(e, s), "record");
+        ev.push_back(e);
+        names.push_back(name);
+    }
+    // Sum per name of the time from the previous mark to the mark carrying that name.
+    std::map<std::string, double> sums() {
+        ck(cudaEventSynchronize(ev.back()), "sync");
+        std::map<std::string, double> m;
+        for (size_t i = 1; i < ev.size(); ++i) {
+            float ms = 0;
+            ck(cudaEventElapsedTime(&ms, ev[i - 1], ev[i]), "elapsed");
+            m[names[i]] += ms;
+        }
+        return m;
+    }
+    cudaStream_t s;
+    std::vector<cudaEvent_t> ev;
+    std::vector<std::string> names;
+};
+
+struct Floors {
+    double flops;  // FLOP/s
+    double bw;     // bytes/s (read + write)
+    double bwMemcpy, bwKernel;
+};
+
+Floors measureFloors() {
+    Floors f{};
+    double flop = 0;
+    double s = qsa::bench::timeFmaKernel(20, &flop);
+    f.flops = flop / s;
+    size_t bytes = size_t(1) << 30;
+    char* a = dalloc<char>(bytes);
+    char* b = dalloc<char>(bytes);
+    ck(cudaMemset(a, 1, bytes), "memset");
+    double tk = qsa::bench::timeCopyKernel(b, a, bytes, 20);
+    f.bwKernel = 2.0 * bytes * 20 / tk;
+    cudaEvent_t e0, e1;
+    ck(cudaEventCreate(&e0), "event");
+    ck(cudaEventCreate(&e1), "event");
+    ck(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice), "memcpy");
+    ck(cudaEventRecord(e0), "record");
+    for (int r = 0; r < 20; ++r) ck(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice), "memcpy");
+    ck(cudaEventRecord(e1), "record");
+    ck(cudaEventSynchronize(e1), "sync");
+    float ms = 0;
+    ck(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+    f.bwMemcpy = 2.0 * bytes * 20 / (ms * 1e-3);
+    f.bw = std::max(f.bwKernel, f.bwMemcpy);
+    cudaFree(a);
+    cudaFree(b);
+    return f;
+}
+
+template <typename T>
+void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int runs, Floors const& fl) {
+    int32_t const MB = (S + 3) / 4;
+    int64_t const rowsAll = int64_t(B) * S;
+    int64_t const rc = std::min<int64_t>(rowsAll, std::max<int64_t>(8388608 / MB, 256));
+    cudaStream_t st;
+    ck(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+    auto* qk = dalloc<uint16_t>(size_t(rowsAll) * 640);
+    auto* w = dalloc<uint16_t>(256);
+    auto* cs = dalloc<float>(size_t(S) * 64);
+    auto* ctx = dalloc<int32_t>(B);
+    auto* out = dalloc<int32_t>(size_t(rowsAll) * 2051);
+    qsa::bench::fillRandomT(qk, size_t(rowsAll) * 640, 1, isBf16, st);
+    qsa::bench::fillRandomT(w, 256, 2, isBf16, st);
+    qsa::bench::fillCosSin(cs, S, st);
+    std::vector<int32_t> hctx(B, S);
+    ck(cudaMemcpy(ctx, hctx.data(), B * 4, cudaMemcpyHostToDevice), "ctx");
+    size_t wsBytes = kn::getQsaIndexerWorkspaceSize(B, S);
+    auto* ws = dalloc<char>(wsBytes);
+    T const* tq = reinterpret_cast<T const*>(qk);
+    T const* tw = reinterpret_cast<T const*>(w);
+    T const* twK = reinterpret_cast<T const*>(w + 128);
+    auto runOnce = [&] {
+        kn::runQsaIndexerPrefill<T>(out, tq, cs, ctx, tw, twK, 1e-6f, ws, wsBytes, B, S, nullptr, st);
+    };
+    for (int i = 0; i < 3; ++i) runOnce();
+    std::vector<double> total;
+    for (int r = 0; r < runs; ++r) {
+        Laps l(st);
+        l.mark("start");
+        runOnce();
+        l.mark("total");
+        total.push_back(l.sums()["total"]);
+    }
+    // Each stage launcher on its own, same shapes, all chunks of Rc rows.
+    auto* qn = dalloc<uint16_t>(size_t(rowsAll) * 512);
+    auto* kb = dalloc<uint16_t>(size_t(B) * MB * 128);
+    auto* keys = dalloc<float>(size_t(rc) * MB);
+    auto* keysAlt = dalloc<float>(size_t(rc) * MB);
+    auto* ids = dalloc<int32_t>(size_t(rc) * MB);
+    auto* idsAlt = dalloc<int32_t>(size_t(rc) * MB);
+    size_t tempBytes = kn::getQsaSortTempBytes(static_cast<int32_t>(rc), MB);
+    auto* temp = dalloc<char>(tempBytes);
+    std::map<std::string, std::vector<double>> stage;
+    for (int r = -2; r < runs; ++r) {
+        Laps l(st);
+        l.mark("start");
+        kn::launchQsaQPrep<T>(reinterpret_cast<T*>(qn), tq, cs, ctx, tw, 1e-6f, B, S, st);
+        l.mark("K1a qPrep");
+        kn::launchQsaKCompress<T>(reinterpret_cast<T*>(kb), tq, cs, ctx, twK, 1e-6f, B, S, MB, 0, MB, 0, st);
+        l.mark("K1b kCompress");
+        for (int64_t r0 = 0; r0 < rowsAll; r0 += rc) {
+            int32_t r1 = static_cast<int32_t>(std::min(rowsAll, r0 + rc));
+            int32_t n = r1 - static_cast<int32_t>(r0);
+            kn::launchQsaIdsFill(ids, n, MB, st);
+            l.mark("idsFill");
+            kn::launchQsaScores<T>(keys, reinterpret_cast<T const*>(qn), reinterpret_cast<T const*>(kb), ctx, B, S,
+                static_cast<int32_t>(r0), r1, st);
+            l.mark("K2 scores");
+            kn::launchQsaSortRows(keys, keysAlt, ids, idsAlt, n, MB, temp, tempBytes, st);
+            l.mark("sort (whole rows)");
+            kn::launchQsaExpand(out, idsAlt, ctx, B, S, static_cast<int32_t>(r0), r1, st);
+            l.mark("K4 expand");
+        }
+        if (r < 0) {
+            l.sums();
+            continue;
+        }
+        for (auto const& kv : l.sums()) stage[kv.first].push_back(kv.second);
+    }
+    // Floors.
+    double rowsFlop = 0, visPairs = 0;
+    for (int32_t b = 0; b < B; ++b) {
+        for (int64_t t = 0; t < S; ++t) {
+            rowsFlop += double((t + 1) / 4);
+            visPairs += double((t + 1) / 4);
+        }
+    }
+    double k2Floor = 1024.0 * rowsFlop / fl.flops * 1e3;
+    double sortFloor = 16.0 * visPairs / fl.bw * 1e3;
+    double sortRectFloor = 16.0 * double(rowsAll) * MB / fl.bw * 1e3;
+    double tot = median(total);
+    std::printf("\n### prefill %s B=%d S=%d (MB=%d, Rc=%lld, %lld chunks, workspace %.1f MiB)\n", dtName, B, S, MB,
+        static_cast<long long>(rc), static_cast<long long>((rowsAll + rc - 1) / rc), wsBytes / 1048576.0);
+    std::printf("| what | median ms | floor ms | ratio |\n|---|---|---|---|\n");
+    std::printf("| runQsaIndexerPrefill (total, %d runs) | %.3f | %.3f | %.2f |\n", runs, tot, k2Floor + sortFloor,
+        tot / (k2Floor + sortFloor));
+    for (auto const& kv : stage) {
+        double m = median(kv.second);
+        if (kv.first == "K2 scores") {
+            std::printf("| %s | %.3f | %.3f | %.2f |\n", kv.first.c_str(), m, k2Floor, m / k2Floor);
+        } else if (kv.first == "sort (whole rows)") {
+            std::printf("| %s | %.3f | %.3f (visible) / %.3f (rectangle) | %.2f / %.2f |\n", kv.first.c_str(), m,
+                sortFloor, sortRectFloor, m / sortFloor, m / sortRectFloor);
+        } else {
+            std::printf("| %s | %.3f | - | - |\n", kv.first.c_str(), m);
+        }
+    }
+    std::printf("K2: %.3g FLOP (%.2f TFLOP/s achieved by the K2 launcher); sorted pairs: %.4g visible, %.4g rect\n",
+        1024.0 * rowsFlop, 1024.0 * rowsFlop / (median(stage["K2 scores"]) * 1e-3) / 1e12, visPairs,
+        double(rowsAll) * MB);
+    for (void* p : std::vector<void*>{qk, w, cs, ctx, out, ws, qn, kb, keys, keysAlt, ids, idsAlt, temp}) cudaFree(p);
+    cudaStreamDestroy(st);
+}
+
+template <typename T>
+void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int runs, Floors const& fl) {
+    int32_t const maxBlocks = ctxLen / 4;
+    int32_t const pagesPerSeq = (ctxLen + 127) / 128;
+    int32_t const numPages = B * pagesPerSeq, kvHeads = 2, poolHeadDim = 384, headSize = 256;
+    cudaStream_t st;
+    ck(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+    size_t poolElems = size_t(2) * numPages * 128 * kvHeads * poolHeadDim;
+    auto* pool = dalloc<uint16_t>(poolElems);
+    qsa::bench::fillRandomT(pool, poolElems, 3, isBf16, st);
+    std::vector<int32_t> pt(size_t(B) * 2 * pagesPerSeq);
+    for (int32_t b = 0; b < B; ++b) {
+        for (int32_t s = 0; s < pagesPerSeq; ++s) {
+            pt[(size_t(b) * 2 + 0) * pagesPerSeq + s] = b * pagesPerSeq + s;
+            pt[(size_t(b) * 2 + 1) * pagesPerSeq + s] = numPages + b * pagesPerSeq + s;
+        }
+    }
+    auto* dpt = dalloc<int32_t>(pt.size());
+    ck(cudaMemcpy(dpt, pt.data(), pt.size() * 4, cudaMemcpyHostToDevice), "pt");
+    kn::QsaIndexerPoolState ps{pool, dpt, pagesPerSeq, numPages, kvHeads, poolHeadDim, headSize};
+    auto* qk = dalloc<uint16_t>(size_t(B) * 640);
+    auto* w = dalloc<uint16_t>(256);
+    auto* cs = dalloc<float>(size_t(ctxLen) * 64);
+    auto* ctx = dalloc<int32_t>(B);
+    auto* out = dalloc<int32_t>(size_t(B) * 2051);
+    auto* split = dalloc<int32_t>(size_t(B) * kvHeads);
+    qsa::bench::fillRandomT(qk, size_t(B) * 640, 4, isBf16, st);
+    qsa::bench::fillRandomT(w, 256, 5, isBf16, st);
+    qsa::bench::fillCosSin(cs, ctxLen, st);
+    std::vector<int32_t> hctx(B, ctxLen);
+    ck(cudaMemcpy(ctx, hctx.data(), B * 4, cudaMemcpyHostToDevice), "ctx");
+    size_t wsBytes = kn::getQsaIndexerDecodeWorkspaceSize(B, maxBlocks);
+    auto* ws = dalloc<char>(wsBytes);
+    T const* tq = reinterpret_cast<T const*>(qk);
+    T const* tw = reinterpret_cast<T const*>(w);
+    T const* twK = reinterpret_cast<T const*>(w + 128);
+    auto runOnce = [&](cudaStream_t s) {
+        kn::runQsaIndexerDecode<T>(
+            out, tq, cs, ctx, tw, twK, 1e-6f, ps, split, ws, wsBytes, B, maxBlocks, s);
+    };
+    for (int i = 0; i < 5; ++i) runOnce(st);
+    std::vector<double> plain, graphT;
+    for (int r = 0; r < runs; ++r) {
+        Laps l(st);
+        l.mark("start");
+        runOnce(st);
+        l.mark("t");
+        plain.push_back(l.sums()["t"]);
+    }
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    ck(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "capture");
+    runOnce(st);
+    ck(cudaStreamEndCapture(st, &g), "end capture");
+    ck(cudaGraphInstantiate(&ge, g, 0), "instantiate");
+    for (int i = 0; i < 5; ++i) ck(cudaGraphLaunch(ge, st), "graph launch");
+    for (int r = 0; r < runs; ++r) {
+        Laps l(st);
+        l.mark("start");
+        ck(cudaGraphLaunch(ge, st), "graph launch");
+        l.mark("t");
+        graphT.push_back(l.sums()["t"]);
+    }
+    // Stages on their own.
+    auto* qn = dalloc<uint16_t>(size_t(B) * 512);
+    auto* logits = dalloc<float>(size_t(B) * maxBlocks);
+    std::map<std::string, std::vector<double>> stage;
+    for (int r = -3; r < runs; ++r) {
+        Laps l(st);
+        l.mark("start");
+        kn::launchQsaDecodePrep<T>(reinterpret_cast<T*>(qn), tq, cs, ctx, tw, twK, 1e-6f, ps, B, maxBlocks, st);
+        l.mark("B1 decodePrep");
+        kn::launchQsaDecodeScores<T>(logits, reinterpret_cast<T const*>(qn), ctx, ps, B, maxBlocks, st);
+        l.mark("B2 decodeScores");
+        kn::launchQsaZeroSplitCounters(split, B, kvHeads, st);
+        l.mark("zeroSplitCounters");
+        kn::launchQsaDecodeSelect(out, logits, ctx, B, maxBlocks, st);
+        l.mark("B3 decodeSelect");
+        auto m = l.sums();
+        if (r >= 0) {
+            for (auto const& kv : m) stage[kv.first].push_back(kv.second);
+        }
+    }
+    double floorMs = double(B) * (ctxLen / 4) * 256.0 / fl.bw * 1e3;
+    std::printf("\n### decode %s B=%d ctx=%d (maxBlocks=%d, pool %.1f GiB)\n", dtName, B, ctxLen, maxBlocks,
+        poolElems * 2.0 / (1u << 30));
+    std::printf("| what | median ms | floor ms | ratio |\n|---|---|---|---|\n");
+    std::printf("| runQsaIndexerDecode, stream (%d runs) | %.4f | %.4f | %.2f |\n", runs, median(plain), floorMs,
+        median(plain) / floorMs);
+    std::printf("| runQsaIndexerDecode, CUDA graph (%d runs) | %.4f | %.4f | %.2f |\n", runs, median(graphT), floorMs,
+        median(graphT) / floorMs);
+    for (auto const& kv : stage) {
+        double m = median(kv.second);
+        if (kv.first == "B2 decodeScores") {
+            std::printf("| %s | %.4f | %.4f | %.2f |\n", kv.first.c_str(), m, floorMs, m / floorMs);
+        } else {
+            std::printf("| %s | %.4f | - | - |\n", kv.first.c_str(), m);
+        }
+    }
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    for (void* p : std::vector<void*>{pool, dpt, qk, w, cs, ctx, out, split, ws, qn, logits}) cudaFree(p);
+    cudaStreamDestroy(st);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    int runs = 20;
+    std::string dt = "half";
+    for (int i = 1; i + 1 < argc; ++i) {
+        if (std::strcmp(argv[i], "--runs") == 0) runs = std::max(20, std::atoi(argv[i + 1]));
+        if (std::strcmp(argv[i], "--dtype") == 0) dt = argv[i + 1];
+    }
+    try {
+        cudaDeviceProp prop{};
+        ck(cudaGetDeviceProperties(&prop, 0), "props");
+        Floors fl = measureFloors();
+        std::printf("# QSA indexer bench on %s (%d SMs), %s, median of %d runs after warm-up\n", prop.name,
+            prop.multiProcessorCount, dt.c_str(), runs);
+        std::printf("measured: FP32 FMA %.2f TFLOP/s; copy %.1f GB/s (kernel %.1f, cudaMemcpy D2D %.1f; read+write)\n",
+            fl.flops / 1e12, fl.bw / 1e9, fl.bwKernel / 1e9, fl.bwMemcpy / 1e9);
+        bool bf = dt == "bf16";
+        auto prefill = [&](int32_t B, int32_t S) {
+            if (bf) {
+                benchPrefill<__nv_bfloat16>("bf16", true, B, S, runs, fl);
+            } else {
+                benchPrefill<half>("half", false, B, S, runs, fl);
+            }
+        };
+        auto decode = [&](int32_t B, int32_t c) {
+            if (bf) {
+                benchDecode<__nv_bfloat16>("bf16", true, B, c, runs, fl);
+            } else {
+                benchDecode<half>("half", false, B, c, runs, fl);
+            }
+        };
+        prefill(1, 32768);
+        prefill(8, 4096);
+        prefill(1, 8192);
+        decode(64, 131072);
+        decode(1, 131072);
+    } catch (std::exception const& e) {
+        std::fprintf(stderr, "bench failed: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

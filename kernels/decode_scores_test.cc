@@ -1,0 +1,65 @@
+// B2 decode scores (launchQsaDecodeScores) against reference decodeScores, bit for bit, half and bf16
+// (contract section 5): logits for g < ctx/4 from the V-tails (a hole reads +0.0), K2 numerics; only the
+// valid prefix of each row is written; invalid rows write nothing.
+#include "kernels/test_helper.h"
+
+namespace qsa {
+namespace ktest {
+namespace {
+
+template <typename P>
+class DecodeScoresTest : public ::testing::Test {};
+TYPED_TEST_SUITE(DecodeScoresTest, DTypes, DTypeNames);
+
+template <typename T>
+void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::PoolDims dims, Pages pages,
+    Mode qMode, Mode poolMode, uint64_t seed) {
+    int32_t const B = static_cast<int32_t>(ctx.size());
+    Rng rng(seed);
+    std::vector<uint16_t> q = randomT(dt, size_t(B) * ref::kNumHeads * ref::kHeadDim, qMode, rng);
+    ref::HostPool hp = makeHostPool(dt, B, dims, pages, rng);
+    hp.data = randomT(dt, hp.data.size(), poolMode, rng);
+    std::string p = params(dtName(dt), " B=", B, " ctx=", ctxStr(ctx), " maxBlocks=", maxBlocks, " ",
+        poolParams(dims), pages == Pages::kHoles ? " holes" : " full", " q=", modeName(qMode),
+        " pool=", modeName(poolMode), " seed=", seed);
+    SCOPED_TRACE(p);
+    size_t n = size_t(B) * maxBlocks;
+    float const poison = bitsFloat(0x7FC0BEEFu);
+    std::vector<float> expect(n, poison);
+    DevPool dp(hp);
+    ref::decodeScores(dt, expect.data(), q.data(), ctx.data(), viewOf(hp), B, maxBlocks);
+    DevBuf<uint16_t> dq(q);
+    DevBuf<int32_t> dCtx(ctx);
+    DevBuf<float> out(n);
+    out.upload(std::vector<float>(n, poison));
+    Stream st;
+    kn::launchQsaDecodeScores<T>(
+        out.get(), reinterpret_cast<T const*>(dq.get()), dCtx.get(), dp.state(), B, maxBlocks, st.get());
+    st.sync();
+    KT_CUDA(cudaGetLastError());
+    EXPECT_TRUE(bitsEqual(expect, out.download(), {"logits", p, size_t(maxBlocks), dt}));
+    EXPECT_TRUE(bitsEqual(hp.data, dp.data.download(), {"pool (read only)", p, size_t(dims.poolHeadDim), dt}));
+}
+
+std::vector<int32_t> const kCtx = {1, 3, 4, 7, 8, 127, 128, 129, 132, 640, 644, 700, 800, 801, 0, -5};
+
+TYPED_TEST(DecodeScoresTest, Modes) {
+    int32_t B = static_cast<int32_t>(kCtx.size());
+    uint64_t seed = 1;
+    for (Mode m : {Mode::kNormal, Mode::kLowEntropy, Mode::kSpecial, Mode::kWide, Mode::kPositive}) {
+        runCase<typename TypeParam::T>(
+            TypeParam::kDt, kCtx, 200, {B * 5 + 1, 5, 2, 384, 256}, Pages::kFull, m, m, seed++);
+        runCase<typename TypeParam::T>(
+            TypeParam::kDt, kCtx, 200, {B * 5 + 1, 5, 1, 200, 72}, Pages::kHoles, m, Mode::kNormal, seed++);
+    }
+}
+
+TYPED_TEST(DecodeScoresTest, LongContext) {
+    // 8192 visible blocks in one row, page table of 256 slots.
+    runCase<typename TypeParam::T>(TypeParam::kDt, {32769, 32768, 5000}, 8200, {3 * 257, 257, 1, 256, 128},
+        Pages::kFull, Mode::kNormal, Mode::kNormal, 40);
+}
+
+} // namespace
+} // namespace ktest
+} // namespace qsa

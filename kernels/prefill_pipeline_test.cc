@@ -1,0 +1,185 @@
+// runQsaIndexerPrefill against reference runPrefill / runPrefillRows, bit for bit, half and bf16
+// (contract sections 5-7): outIdx, the pool after the run (paged variant + raw-k tail scatter), outIdx
+// identical with and without a pool, workspace size and independence from its contents, determinism,
+// chunking by Rc, S up to 8192 with B up to 8, and S = 65536 on sampled rows.
+#include "kernels/test_helper.h"
+
+namespace qsa {
+namespace ktest {
+namespace {
+
+template <typename P>
+class PrefillTest : public ::testing::Test {};
+TYPED_TEST_SUITE(PrefillTest, DTypes, DTypeNames);
+
+// Full check of one case: reference vs GPU without a pool, then with a pool (outIdx unchanged, pool
+// after the run equal to the reference's).
+template <typename T>
+void checkCase(DType dt, PrefillSpec const& s, bool withPool, Pages pages = Pages::kFull) {
+    std::string p = specStr(dt, s);
+    SCOPED_TRACE(p);
+    ref::PrefillCase c = makePrefillCase(dt, s);
+    ref::PrefillResult r = ref::runPrefill(c);
+    EXPECT_TRUE(bitsEqual(r.outIdx, gpuPrefill<T>(c), {"outIdx", p, size_t(ref::kIndexWidth)}));
+    if (!withPool) return;
+    Rng rng(s.seed + 77);
+    int32_t pagesPerSeq = (s.S + ref::kTokensPerPage - 1) / ref::kTokensPerPage;
+    ref::PoolDims dims{s.B * pagesPerSeq + 2, pagesPerSeq, 2, 384, 256};
+    c.hasPool = true;
+    c.pool = makeHostPool(dt, s.B, dims, pages, rng);
+    std::string pp = p + " " + poolParams(dims) + (pages == Pages::kHoles ? " holes" : " full");
+    ref::PrefillResult rp = ref::runPrefill(c);
+    EXPECT_TRUE(bitsEqual(r.outIdx, rp.outIdx, {"reference outIdx with pool vs without", pp, 2051}));
+    std::vector<uint16_t> poolAfter;
+    std::vector<int32_t> out = gpuPrefill<T>(c, 0x00, 0, &poolAfter);
+    EXPECT_TRUE(bitsEqual(r.outIdx, out, {"outIdx (with pool)", pp, size_t(ref::kIndexWidth)}));
+    EXPECT_TRUE(bitsEqual(rp.poolAfter, poolAfter, {"pool after prefill", pp, size_t(dims.poolHeadDim), dt}));
+}
+
+TEST(PrefillWorkspace, SizeMatchesReferenceFormula) {
+    for (auto bs : std::vector<std::pair<int, int>>{{1, 1}, {1, 9}, {13, 9}, {3, 2053}, {8, 4096}, {1, 8192},
+             {8, 8192}, {1, 32768}, {1, 65536}, {2, 65536}, {64, 1000}}) {
+        int32_t B = bs.first, S = bs.second, MB = (S + 3) / 4;
+        int64_t rc = ref::prefillChunkRows(B, S);
+        size_t cub = kn::getQsaSortTempBytes(static_cast<int32_t>(rc), MB);
+        size_t expect = ref::prefillWorkspaceBytes(B, S, cub);
+        EXPECT_EQ(kn::getQsaIndexerWorkspaceSize(B, S), expect)
+            << "B=" << B << " S=" << S << " Rc=" << rc << " MB=" << MB << " cubQuery=" << cub;
+    }
+}
+
+TEST(PrefillWorkspace, BoundCoversSmallerS) {
+    // Contract section 6: a workspace sized for (B, maxS) serves every S <= maxS.
+    for (int32_t B : {1, 3, 8}) {
+        size_t big = kn::getQsaIndexerWorkspaceSize(B, 8192);
+        for (int32_t S = 1; S <= 8192; S = S * 3 + 1) {
+            EXPECT_LE(kn::getQsaIndexerWorkspaceSize(B, S), big) << "B=" << B << " S=" << S << " maxS=8192";
+        }
+    }
+}
+
+TYPED_TEST(PrefillTest, SmallContexts) {
+    // ctx = 0..9 on S = 9 (S not a multiple of 4), plus out-of-range ctx (clamped to [0, S]).
+    PrefillSpec s;
+    s.B = 13;
+    s.S = 9;
+    s.ctx = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -3, 1000};
+    for (Mode m : {Mode::kNormal, Mode::kLowEntropy, Mode::kSpecial}) {
+        s.qk = m;
+        ++s.seed;
+        checkCase<typename TypeParam::T>(TypeParam::kDt, s, true);
+        checkCase<typename TypeParam::T>(TypeParam::kDt, s, true, Pages::kHoles);
+    }
+    s.B = 3;
+    s.S = 1;
+    s.ctx = {0, 1, 2};
+    checkCase<typename TypeParam::T>(TypeParam::kDt, s, true);
+}
+
+TYPED_TEST(PrefillTest, AroundBudget) {
+    // nVis around 512 (t around 4 * 512) with every tail length; S not a multiple of 4.
+    PrefillSpec s;
+    s.B = 8;
+    s.S = 2053;
+    s.ctx = {2047, 2048, 2049, 2050, 2051, 2052, 2053, 2044};
+    s.seed = 100;
+    checkCase<typename TypeParam::T>(TypeParam::kDt, s, true);
+    s.qk = Mode::kLowEntropy;  // many equal logits: the tie rule decides which blocks are kept
+    s.seed = 101;
+    checkCase<typename TypeParam::T>(TypeParam::kDt, s, true, Pages::kHoles);
+}
+
+TYPED_TEST(PrefillTest, NumericExtremes) {
+    PrefillSpec s;
+    s.B = 3;
+    s.S = 301;
+    s.ctx = {301, 150, 7};
+    uint64_t seed = 200;
+    for (Gamma g : {Gamma::kExtreme, Gamma::kSpecial}) {
+        for (Mode m : {Mode::kNormal, Mode::kSpecial, Mode::kWide}) {
+            s.gamma = g;
+            s.qk = m;
+            s.seed = seed++;
+            checkCase<typename TypeParam::T>(TypeParam::kDt, s, true);
+        }
+    }
+    for (float eps : {0.0f, -1.0f, std::numeric_limits<float>::infinity()}) {
+        s.gamma = Gamma::kSmall;
+        s.qk = Mode::kLowEntropy;
+        s.rmsEps = eps;
+        s.seed = seed++;
+        checkCase<typename TypeParam::T>(TypeParam::kDt, s, false);
+    }
+}
+
+TYPED_TEST(PrefillTest, ChunkBoundariesInsideSequences) {
+    // S = 4096: MB = 1024, Rc = 8192 rows, so B = 3 has a chunk boundary inside sequence 2.
+    PrefillSpec s;
+    s.B = 3;
+    s.S = 4096;
+    s.ctx = {1500, 2100, 4093};
+    s.qk = Mode::kLowEntropy;
+    s.seed = 300;
+    ASSERT_EQ(ref::prefillChunkRows(3, 4096), 8192);
+    checkCase<typename TypeParam::T>(TypeParam::kDt, s, false);
+}
+
+TYPED_TEST(PrefillTest, LargeBatch8Seq8192) {
+    // B = 8, S = 8192 (Rc = 4096: 16 chunks); contexts chosen so that the reference stays fast.
+    PrefillSpec s;
+    s.B = 8;
+    s.S = 8192;
+    s.ctx = {8192, 0, 2053, 1, 8191, 300, 4097, 5};
+    s.seed = 400;
+    checkCase<typename TypeParam::T>(TypeParam::kDt, s, false);
+}
+
+TYPED_TEST(PrefillTest, DeterministicWhateverTheWorkspaceHeld) {
+    // Contract 7.4 and section 6: two runs bitwise equal, workspace poisoned with 0xFF (NaN) or 0x00,
+    // a workspace sized for a larger S, the legacy default stream and a created stream.
+    PrefillSpec s;
+    s.B = 4;
+    s.S = 2060;
+    s.ctx = {2060, 2049, 17, 0};
+    s.qk = Mode::kLowEntropy;
+    s.seed = 500;
+    std::string p = specStr(TypeParam::kDt, s);
+    ref::PrefillCase c = makePrefillCase(TypeParam::kDt, s);
+    using T = typename TypeParam::T;
+    std::vector<int32_t> a = gpuPrefill<T>(c, 0xFF);
+    Stream st;
+    EXPECT_TRUE(bitsEqual(a, gpuPrefill<T>(c, 0x00, 0, nullptr, st.get()), {"outIdx run 2 (ws 0x00)", p, 2051}));
+    EXPECT_TRUE(bitsEqual(a, gpuPrefill<T>(c, 0x7F, 8192, nullptr, st.get()), {"outIdx (ws for S=8192)", p, 2051}));
+    EXPECT_TRUE(bitsEqual(a, ref::runPrefill(c).outIdx, {"outIdx vs reference", p, 2051}));
+}
+
+TYPED_TEST(PrefillTest, LongSequenceSampledRows) {
+    // S = 65536, B = 1 (Rc = 512: 128 chunks), checked on sampled rows with runPrefillRows.
+    PrefillSpec s;
+    s.B = 1;
+    s.S = 65536;
+    s.ctx = {65533};
+    s.seed = 600;
+    std::string p = specStr(TypeParam::kDt, s);
+    SCOPED_TRACE(p);
+    ref::PrefillCase c = makePrefillCase(TypeParam::kDt, s);
+    std::vector<int32_t> out = gpuPrefill<typename TypeParam::T>(c);
+    std::vector<int64_t> rows;
+    for (int64_t t = 0; t < 10; ++t) rows.push_back(t);
+    for (int64_t t = 2045; t < 2054; ++t) rows.push_back(t);
+    for (int64_t t = 65527; t < 65536; ++t) rows.push_back(t);  // last valid rows, then padded ones
+    Rng rng(s.seed);
+    for (int i = 0; i < 24; ++i) rows.push_back(static_cast<int64_t>(rng() % 65536));
+    std::vector<int32_t> expect = ref::runPrefillRows(c, rows);
+    std::vector<int32_t> got(rows.size() * ref::kIndexWidth);
+    for (size_t i = 0; i < rows.size(); ++i) {
+        std::copy_n(&out[size_t(rows[i]) * ref::kIndexWidth], ref::kIndexWidth, &got[i * ref::kIndexWidth]);
+    }
+    std::ostringstream rs;
+    for (size_t i = 0; i < rows.size(); ++i) rs << (i ? "," : "") << rows[i];
+    EXPECT_TRUE(bitsEqual(expect, got, {"outIdx sampled rows", p + " rows(in order)=" + rs.str(), 2051}));
+}
+
+} // namespace
+} // namespace ktest
+} // namespace qsa

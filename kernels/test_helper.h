@@ -1,0 +1,295 @@
+// Shared helpers of the GPU stage and pipeline tests (kernels/*_test.cc): RAII device buffers,
+// T <-> uint16_t bit conversions, random inputs with low-entropy modes (so that equal logits appear),
+// paged pools mirrored on host and device, and bitwise comparisons that print the first mismatches
+// with the case parameters. Every comparison is on bit patterns (contract section 7.1: bit for bit,
+// never a tolerance).
+#pragma once
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <stdexcept>
+#include <type_traits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/qsaIndexerKernels.h"
+#include "kernels/qsaIndexerRunner.h"
+#include "reference/qsaReference.h"
+#include "reference/stages.h"
+
+// cuda_fp16.h / cuda_bf16.h need CCCL's <nv/target>, which @cuda//:cuda_headers does not export; the
+// tests only pass T pointers, so the two CUDA types are declared here, not defined (same mangled names
+// as the kernels' explicit instantiations).
+struct __half;
+typedef __half half;
+struct __nv_bfloat16;
+
+namespace qsa {
+namespace ktest {
+
+using ref::DType;
+namespace kn = trt_edgellm::kernel;
+
+// ---- CUDA errors -------------------------------------------------------------------------------
+
+void cudaCheck(cudaError_t e, char const* what, char const* file, int line);
+#define KT_CUDA(x) ::qsa::ktest::cudaCheck((x), #x, __FILE__, __LINE__)
+
+// ---- device buffers ----------------------------------------------------------------------------
+
+// Owns n elements of E on the device (at least one byte is allocated so that the pointer is never null).
+template <typename E>
+class DevBuf {
+public:
+    DevBuf() = default;
+    explicit DevBuf(size_t n) { alloc(n); }
+    template <typename X>
+    explicit DevBuf(std::vector<X> const& host) {
+        alloc(host.size() * sizeof(X) / sizeof(E));
+        upload(host);
+    }
+    ~DevBuf() { release(); }
+    DevBuf(DevBuf const&) = delete;
+    DevBuf& operator=(DevBuf const&) = delete;
+    DevBuf(DevBuf&& o) noexcept { *this = std::move(o); }
+    DevBuf& operator=(DevBuf&& o) noexcept {
+        if (this != &o) {
+            release();
+            ptr_ = o.ptr_;
+            n_ = o.n_;
+            o.ptr_ = nullptr;
+            o.n_ = 0;
+        }
+        return *this;
+    }
+
+    void alloc(size_t n) {
+        release();
+        n_ = n;
+        void* p = nullptr;
+        KT_CUDA(cudaMalloc(&p, n * sizeof(E) > 0 ? n * sizeof(E) : 1));
+        ptr_ = static_cast<E*>(p);
+    }
+    E* get() const { return ptr_; }
+    size_t size() const { return n_; }
+    size_t bytes() const { return n_ * sizeof(E); }
+
+    // Host -> device; the host vector's bytes must equal the buffer's.
+    template <typename X>
+    void upload(std::vector<X> const& host) {
+        if (host.size() * sizeof(X) != bytes()) throw std::runtime_error("DevBuf::upload: size mismatch");
+        KT_CUDA(cudaMemcpy(ptr_, host.data(), bytes(), cudaMemcpyHostToDevice));
+    }
+    template <typename X = E>
+    std::vector<X> download() const {
+        std::vector<X> h(bytes() / sizeof(X));
+        KT_CUDA(cudaDeviceSynchronize());
+        KT_CUDA(cudaMemcpy(h.data(), ptr_, bytes(), cudaMemcpyDeviceToHost));
+        return h;
+    }
+    void fillBytes(int byte) { KT_CUDA(cudaMemset(ptr_, byte, bytes() > 0 ? bytes() : 1)); }
+
+private:
+    void release() {
+        if (ptr_ != nullptr) cudaFree(ptr_);
+        ptr_ = nullptr;
+        n_ = 0;
+    }
+    E* ptr_ = nullptr;
+    size_t n_ = 0;
+};
+
+// RAII stream.
+class Stream {
+public:
+    Stream() { KT_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+    ~Stream() { cudaStreamDestroy(s_); }
+    Stream(Stream const&) = delete;
+    Stream& operator=(Stream const&) = delete;
+    cudaStream_t get() const { return s_; }
+    void sync() const { KT_CUDA(cudaStreamSynchronize(s_)); }
+
+private:
+    cudaStream_t s_ = nullptr;
+};
+
+// ---- dtypes ------------------------------------------------------------------------------------
+
+struct HalfType {
+    using T = half;
+    static constexpr DType kDt = DType::kHalf;
+    static char const* name() { return "half"; }
+};
+struct Bf16Type {
+    using T = __nv_bfloat16;
+    static constexpr DType kDt = DType::kBf16;
+    static char const* name() { return "bf16"; }
+};
+using DTypes = ::testing::Types<HalfType, Bf16Type>;
+struct DTypeNames {
+    template <typename P>
+    static std::string GetName(int) {
+        return P::name();
+    }
+};
+
+char const* dtName(DType dt);
+uint32_t floatBits(float f);
+float bitsFloat(uint32_t u);
+// Round-to-nearest-even float -> T bits (NaN -> 0x7FFF), and the exact widening T bits -> float.
+uint16_t toT(DType dt, float f);
+float fromT(DType dt, uint16_t bits);
+// Special patterns of T.
+uint16_t tPosInf(DType dt);
+uint16_t tNegInf(DType dt);
+uint16_t tNaN(DType dt, int variant);  // a few different NaN payloads and signs
+uint16_t tMaxFinite(DType dt);
+
+// ---- random inputs -----------------------------------------------------------------------------
+
+enum class Mode {
+    kNormal,      // uniform in [-2, 2]
+    kLowEntropy,  // values from {0, 0.5, 1, -1}: many equal dot products, so equal logits
+    kWide,        // random sign and exponent in [2^-24, 2^12]: subnormals and large values
+    kSpecial,     // kNormal with ~3% +-inf, NaN, +-0, subnormals
+    kPositive,    // uniform in [0, 1]: all dot products positive (relu passes), fewer zeros
+};
+char const* modeName(Mode m);
+
+using Rng = std::mt19937_64;
+std::vector<uint16_t> randomT(DType dt, size_t n, Mode m, Rng& rng);
+std::vector<float> randomF32(size_t n, Mode m, Rng& rng);
+
+enum class Gamma {
+    kSmall,     // uniform in [-0.5, 0.5]
+    kExtreme,   // max finite values and -1 (1 + w = 0): products overflow to inf
+    kSpecial,   // some entries +-inf / NaN
+};
+char const* gammaName(Gamma g);
+std::vector<uint16_t> makeGamma(DType dt, Gamma g, Rng& rng);
+
+// Neox rope table [numPos, 64] (cos at i, sin at 32 + i, base 10000), computed in double, rounded once.
+std::vector<float> makeCosSin(int32_t numPos);
+
+// Overwrites rows t >= ctx[b] of indexQk [B, S, 640] with NaN / inf patterns: those rows must never be read.
+void poisonPaddedRows(DType dt, std::vector<uint16_t>& indexQk, int32_t B, int32_t S, std::vector<int32_t> const& ctx);
+
+// ---- paged pools -------------------------------------------------------------------------------
+
+enum class Pages {
+    kFull,   // every slot of every sequence has a distinct page of its plane
+    kHoles,  // some slots -1, out of their plane, or out of range (never dereferenced)
+};
+
+// Host pool (reference/qsaReference.h) with random contents (NaN included), page table per `pages`.
+ref::HostPool makeHostPool(DType dt, int32_t B, ref::PoolDims dims, Pages pages, Rng& rng);
+
+// Device copy of a HostPool.
+struct DevPool {
+    explicit DevPool(ref::HostPool const& h) : dims(h.dims), data(h.data), pageTable(h.pageTable) {}
+    kn::QsaIndexerPoolState state() const {
+        return {data.get(), pageTable.get(), dims.maxPagesPerSeq, dims.numPages, dims.numKVHeads, dims.poolHeadDim,
+            dims.headSize};
+    }
+    ref::PoolDims dims;
+    DevBuf<uint16_t> data;
+    DevBuf<int32_t> pageTable;
+};
+ref::PoolView viewOf(ref::HostPool& h);
+std::string poolParams(ref::PoolDims const& d);
+
+// ---- comparisons -------------------------------------------------------------------------------
+
+enum class Elem { kT, kF32, kI32 };
+
+struct CmpOpts {
+    std::string what;    // e.g. "qNormed"
+    std::string params;  // the case's parameters
+    size_t rowWidth = 0; // > 0: mismatches printed as [row, col]
+    DType dt = DType::kHalf;
+    int maxPrint = 8;
+};
+
+::testing::AssertionResult bitsEqualRaw(
+    Elem kind, size_t elemBytes, void const* expected, void const* actual, size_t n, CmpOpts const& o);
+
+template <typename E>
+::testing::AssertionResult bitsEqual(std::vector<E> const& expected, std::vector<E> const& actual, CmpOpts const& o) {
+    if (expected.size() != actual.size()) {
+        return ::testing::AssertionFailure() << o.what << ": size " << actual.size() << " != expected "
+                                             << expected.size() << " [" << o.params << "]";
+    }
+    Elem kind = sizeof(E) == 2 ? Elem::kT : (std::is_floating_point<E>::value ? Elem::kF32 : Elem::kI32);
+    return bitsEqualRaw(kind, sizeof(E), expected.data(), actual.data(), expected.size(), o);
+}
+
+// Parameter formatting.
+std::string ctxStr(std::vector<int32_t> const& ctx);
+
+template <typename... A>
+std::string params(A const&... a) {
+    std::ostringstream os;
+    (os << ... << a);
+    return os.str();
+}
+
+// ---- pipeline cases ----------------------------------------------------------------------------
+
+struct PrefillSpec {
+    int32_t B = 1;
+    int32_t S = 8;
+    std::vector<int32_t> ctx;  // size B
+    Mode qk = Mode::kNormal;
+    Gamma gamma = Gamma::kSmall;
+    bool poison = true;        // NaN/Inf in padded rows
+    float rmsEps = 1e-6f;
+    uint64_t seed = 1;
+};
+std::string specStr(DType dt, PrefillSpec const& s);
+ref::PrefillCase makePrefillCase(DType dt, PrefillSpec const& s);
+
+// Runs runQsaIndexerPrefill<T> on the case (its pool too when c.hasPool) with a workspace of
+// getQsaIndexerWorkspaceSize(B, wsSeqLen > 0 ? wsSeqLen : S) bytes filled with `wsFill` first.
+// Returns outIdx; *poolAfter gets the device pool after the run when non-null.
+// `devPool` (when non-null and c.hasPool) is used, and left holding the pool after the run, instead of a
+// fresh device copy of c.pool.
+template <typename T>
+std::vector<int32_t> gpuPrefill(ref::PrefillCase const& c, int wsFill = 0xFF, int32_t wsSeqLen = 0,
+    std::vector<uint16_t>* poolAfter = nullptr, cudaStream_t stream = nullptr, DevPool* devPool = nullptr) {
+    DevBuf<uint16_t> qk(c.indexQk), wQ(c.wQ), wK(c.wK);
+    DevBuf<float> cs(c.cosSin);
+    DevBuf<int32_t> ctx(c.contextLengths);
+    DevBuf<int32_t> out(size_t(c.batchSize) * c.seqLen * ref::kIndexWidth);
+    out.fillBytes(0x5A);
+    size_t wsBytes = kn::getQsaIndexerWorkspaceSize(c.batchSize, wsSeqLen > 0 ? wsSeqLen : c.seqLen);
+    DevBuf<uint8_t> ws(wsBytes);
+    ws.fillBytes(wsFill);
+    std::unique_ptr<DevPool> pool;
+    kn::QsaIndexerPoolState st{};
+    if (c.hasPool && devPool != nullptr) {
+        st = devPool->state();
+    } else if (c.hasPool) {
+        pool = std::make_unique<DevPool>(c.pool);
+        st = pool->state();
+    }
+    kn::runQsaIndexerPrefill<T>(out.get(), reinterpret_cast<T const*>(qk.get()), cs.get(), ctx.get(),
+        reinterpret_cast<T const*>(wQ.get()), reinterpret_cast<T const*>(wK.get()), c.rmsEps, ws.get(), wsBytes,
+        c.batchSize, c.seqLen, c.hasPool ? &st : nullptr, stream);
+    KT_CUDA(cudaStreamSynchronize(stream));
+    KT_CUDA(cudaGetLastError());
+    if (poolAfter != nullptr && c.hasPool) *poolAfter = (devPool != nullptr ? devPool : pool.get())->data.download();
+    return out.download();
+}
+
+} // namespace ktest
+} // namespace qsa
