@@ -1,0 +1,141 @@
+// Pure parts of the architecture certification tool (issue 7): the plan (contracts, per-property budgets,
+// seeds), the SASS decision, parsers of child outputs, progress formatting, verdicts and the certificate's
+// rendering. Nothing here touches a GPU or spawns a process, so //tools:certify_test runs it in CI.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tools/certify_gpu.h"
+
+namespace qsa {
+namespace certify {
+
+// ---- devices and architectures --------------------------------------------------------------------
+
+// "80,90a" -> {"80", "90a"}; blanks ignored. Throws std::runtime_error on a token that is not digits with an
+// optional one-letter suffix (a: arch-specific, f: family-specific).
+std::vector<std::string> splitArchList(std::string const& list);
+
+// Whether a binary carrying SASS for `sassArchs` (QSA_SASS_ARCHS) runs native code on a device of compute
+// capability major.minor: a cubin sm_XY runs on X.Z for Z >= Y (same major); sm_XYa only on X.Y exactly; sm_XYf
+// on X.Z, Z >= Y. Otherwise the driver can only JIT-compile PTX at load.
+struct SassDecision {
+    bool carried = false;
+    bool exact = false;    // a cubin for exactly this SM
+    std::string cubinArch; // the cubin the driver loads ("" when none)
+    std::string message;   // one readable sentence
+};
+SassDecision sassFor(std::string const& sassArchs, int major, int minor);
+
+// CUDA_VISIBLE_DEVICES for a child pinned to certify's visible GPU `index`: the index-th entry of the parent's
+// CUDA_VISIBLE_DEVICES when that is set (so "2,3" maps 1 -> "3"), else the index itself.
+std::string childVisibleDevices(char const* parentValue, int index);
+
+// ---- the plan -------------------------------------------------------------------------------------------
+
+struct ContractSpec {
+    int number;       // contract section 7 number
+    std::string name; // short name
+    std::string test; // property test target name in //properties (the GPU variant adds "_gpu")
+};
+// The eight contracts of section 7, in order (THE list to update when properties/BUILD changes).
+std::vector<ContractSpec> const& contracts();
+
+// Certify's budget of one property "Suite.Name" (about 4x its pre-merge default), scaled by `scale` (at least
+// 1 case); std::nullopt when the property is not in the table (it then runs its own pre-merge default).
+std::optional<int64_t> budgetCases(std::string const& propertyId, double scale);
+
+// The fixed RapidCheck seed of a property: a hash of (base, id) below 2^32 (readable, JSON-safe).
+uint64_t propertySeed(uint64_t base, std::string const& propertyId);
+
+// RC_PARAMS for one child: "max_success=N seed=S" (no max_success when cases is nullopt).
+std::string rcParams(std::optional<int64_t> cases, uint64_t seed);
+
+// ---- parsers of child outputs -----------------------------------------------------------------------
+
+// gtest --gtest_list_tests output -> "Suite.Name" ids in order (parameter comments dropped).
+std::vector<std::string> parseGtestList(std::string const& out);
+
+// RapidCheck's "Falsifiable after N tests" -> N (cases run until the failure), nullopt when absent.
+std::optional<int64_t> parseFalsifiableAfter(std::string const& message);
+
+// One test's outcome from a gtest --gtest_output=json file's contents.
+struct GtestOutcome {
+    bool found = false;
+    bool passed = false;
+    std::vector<std::string> failures; // failure messages
+};
+GtestOutcome parseGtestJson(std::string const& json, std::string const& propertyId);
+
+// A "progress DONE TOTAL" line of exhaustive_primitives -> (done, total).
+std::optional<std::pair<uint64_t, uint64_t>> parseProgressLine(std::string const& line);
+
+// Where the git commit comes from, in order: env QSA_GIT_COMMIT, the bundle's COMMIT file, `git rev-parse HEAD`.
+struct CommitSource {
+    std::string commit; // "unknown" when none
+    std::string source; // env | bundle | git | unknown
+};
+CommitSource chooseCommit(std::optional<std::string> env, std::optional<std::string> bundleFile,
+                          std::optional<std::string> gitOutput);
+
+// ---- progress ----------------------------------------------------------------------------------------
+
+std::string formatDuration(double seconds); // "42s", "3m05s", "1h02m"
+std::string formatCount(double n);          // "950", "12.3k", "4.29G"
+
+struct ProgressSnapshot {
+    double elapsed = 0;
+    int64_t casesDone = 0, casesTotal = 0;          // property cases (planned budgets of finished properties)
+    int jobsDone = 0, jobsTotal = 0;                // child processes
+    double exhaustiveDone = 0, exhaustiveTotal = 0; // inputs, all GPUs together
+    int failures = 0;
+};
+// Fraction of the work done: property cases and exhaustive inputs weighted by their expected share of time.
+double workFraction(ProgressSnapshot const& s);
+// One progress line: a bar of `barWidth` characters (none when 0), cases, rate, exhaustive inputs, ETA.
+std::string formatProgress(ProgressSnapshot const& s, int barWidth);
+
+// ---- arguments -----------------------------------------------------------------------------------------
+
+struct Options {
+    std::string outDir;                   // certificate directory
+    double scale = 1.0;                   // multiplies every property budget
+    uint64_t seed = 20261129;             // base seed of every property seed
+    int jobsPerGpu = 0;                   // concurrent children per GPU (0: from the core count)
+    std::vector<int> gpus;                // certify's visible indices to certify (empty: all)
+    std::vector<int> only;                // contract numbers to run (empty: all)
+    std::map<std::string, int64_t> cases; // per-property overrides "Suite.Name=N"
+    bool exhaustive = true;
+    bool properties = true;
+    bool allowPtxJit = false;
+    std::string progress = "auto"; // auto | bar | lines | none
+    std::string binDir;            // directory holding properties/<test> and tools/exhaustive_primitives
+    int exhaustiveThreads = 0;     // CPU threads per exhaustive child (0: cores / GPUs)
+    double childTimeout = 3600;    // seconds, per child
+    bool list = false;             // print the plan and exit
+    bool cpuDryRun = false;        // testing certify itself: CPU property variants, no CUDA, fake GPUs
+    int fakeGpus = 1;              // GPUs pretended by --cpu-dry-run
+};
+// Parses certify's command line (argv[0] included). `defaultOutDir` is used when --out is absent.
+// Throws std::runtime_error with the usage on bad arguments; returns nullopt after --help (usage printed).
+std::optional<Options> parseArgs(int argc, char const* const* argv, std::string const& defaultOutDir);
+
+// ---- verdicts and rendering ------------------------------------------------------------------------------
+
+// Fills every "verdict" of a certificate from its leaves (property verdicts, exhaustive check mismatches, child
+// errors): PASS only when everything below passed and nothing is missing.
+void computeVerdicts(nlohmann::json& cert);
+
+// certificate.json text: sorted keys, 2-space indent, trailing newline.
+std::string renderJson(nlohmann::json const& cert);
+// certificate.md: a reviewer's one-page summary of the same content.
+std::string renderMarkdown(nlohmann::json const& cert);
+
+} // namespace certify
+} // namespace qsa

@@ -1,0 +1,342 @@
+// CPU tests of certify's pure parts: SASS decision, plan (budgets, seeds), parsers, progress, arguments,
+// verdicts and the deterministic rendering of the certificate.
+#include "tools/certify_core.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+using nlohmann::json;
+using namespace qsa::certify;
+
+namespace {
+
+TEST(Sass, ExactAndCompatibleCubins) {
+    SassDecision d = sassFor("80,90", 9, 0);
+    EXPECT_TRUE(d.carried);
+    EXPECT_TRUE(d.exact);
+    EXPECT_EQ(d.cubinArch, "90");
+    d = sassFor("80,90", 8, 6); // sm_80 cubin runs on 8.6
+    EXPECT_TRUE(d.carried);
+    EXPECT_FALSE(d.exact);
+    EXPECT_EQ(d.cubinArch, "80");
+    d = sassFor("80,86", 8, 9); // the highest compatible one
+    EXPECT_EQ(d.cubinArch, "86");
+}
+
+TEST(Sass, MissingSassIsRefusedMaterial) {
+    EXPECT_FALSE(sassFor("80,90", 10, 0).carried); // Blackwell: only PTX 90 would JIT
+    EXPECT_FALSE(sassFor("90", 8, 0).carried);     // a newer minor/major never runs on an older SM
+    EXPECT_FALSE(sassFor("86", 8, 0).carried);
+    EXPECT_FALSE(sassFor("", 9, 0).carried);
+    EXPECT_NE(sassFor("80,90", 12, 0).message.find("no SASS for sm_120"), std::string::npos);
+}
+
+TEST(Sass, ArchSpecificAndFamilySuffixes) {
+    EXPECT_TRUE(sassFor("90a", 9, 0).carried);
+    EXPECT_FALSE(sassFor("100a", 10, 3).carried); // arch-specific: exactly 10.0
+    EXPECT_TRUE(sassFor("100f", 10, 3).carried);  // family: 10.x, x >= 0
+    EXPECT_THROW(splitArchList("80,sm_90"), std::runtime_error);
+    EXPECT_THROW(splitArchList("9"), std::runtime_error);
+    EXPECT_EQ(splitArchList(" 80, 90 ,"), (std::vector<std::string>{"80", "90"}));
+}
+
+TEST(Plan, ChildVisibleDevicesFollowsTheParentList) {
+    EXPECT_EQ(childVisibleDevices(nullptr, 1), "1");
+    EXPECT_EQ(childVisibleDevices("", 0), "0");
+    EXPECT_EQ(childVisibleDevices("2,3", 1), "3");
+    EXPECT_EQ(childVisibleDevices("GPU-aa, GPU-bb", 0), "GPU-aa");
+    EXPECT_THROW(childVisibleDevices("2,3", 2), std::runtime_error);
+}
+
+TEST(Plan, EightContractsInOrder) {
+    ASSERT_EQ(contracts().size(), 8u);
+    for (size_t i = 0; i < contracts().size(); ++i) {
+        EXPECT_EQ(contracts()[i].number, static_cast<int>(i) + 1);
+    }
+    EXPECT_EQ(contracts()[0].test, "differential_test");
+    EXPECT_EQ(contracts()[7].test, "workspace_test");
+}
+
+TEST(Plan, BudgetsScaleAndUnknownPropertiesKeepTheirDefault) {
+    EXPECT_EQ(budgetCases("Differential.PrefillMatchesReference", 1.0), 160);
+    EXPECT_EQ(budgetCases("Differential.PrefillMatchesReference", 0.5), 80);
+    EXPECT_EQ(budgetCases("PrefillDecode.TiesAtTheSelectionThreshold", 0.01), 1); // never below one case
+    EXPECT_FALSE(budgetCases("Nope.NotAProperty", 1.0).has_value());
+    EXPECT_EQ(rcParams(160, 42), "max_success=160 seed=42");
+    EXPECT_EQ(rcParams(std::nullopt, 42), "seed=42");
+}
+
+TEST(Plan, SeedsAreFixedDistinctAndFollowTheBase) {
+    std::set<uint64_t> seen;
+    for (char const* id : {"A.B", "A.C", "Differential.PrefillMatchesReference", "Workspace.SizesFollowSection6"}) {
+        uint64_t const s = propertySeed(20261129, id);
+        EXPECT_EQ(s, propertySeed(20261129, id));
+        EXPECT_LT(s, uint64_t(1) << 32);
+        seen.insert(s);
+    }
+    EXPECT_EQ(seen.size(), 4u);
+    EXPECT_NE(propertySeed(1, "A.B"), propertySeed(2, "A.B"));
+    EXPECT_EQ(propertySeed(20261129, "A.B"), 1957147876u) << "seeds are part of the certificate: never change them";
+}
+
+TEST(Parsers, GtestList) {
+    std::string const out = "Running main() from gtest_main.cc\nDifferential.\n  PrefillMatchesReference\n"
+                            "  DecodeStepsMatchReference  # GetParam() = 3\nLayout.\n  PrefillRowsObeyK4\n";
+    // The first line has no leading blank and no dot-suffix: it is a suite line with no tests under it.
+    EXPECT_EQ(parseGtestList(out),
+              (std::vector<std::string>{"Differential.PrefillMatchesReference",
+                                        "Differential.DecodeStepsMatchReference", "Layout.PrefillRowsObeyK4"}));
+}
+
+TEST(Parsers, FalsifiableAfter) {
+    EXPECT_EQ(parseFalsifiableAfter("Falsifiable after 17 tests and 5 shrinks\n..."), 17);
+    EXPECT_EQ(parseFalsifiableAfter("Falsifiable after 1 test and 0 shrinks"), 1);
+    EXPECT_FALSE(parseFalsifiableAfter("OK, passed 100 tests").has_value());
+}
+
+TEST(Parsers, GtestJson) {
+    std::string const j = R"({"testsuites":[{"name":"Padding","testsuite":[
+        {"name":"A","status":"RUN","result":"COMPLETED"},
+        {"name":"B","status":"RUN","result":"COMPLETED","failures":[{"failure":"Falsifiable after 3 tests","type":""}]},
+        {"name":"C","status":"NOTRUN","result":"SUPPRESSED"}]}]})";
+    GtestOutcome a = parseGtestJson(j, "Padding.A");
+    EXPECT_TRUE(a.found && a.passed);
+    GtestOutcome b = parseGtestJson(j, "Padding.B");
+    EXPECT_TRUE(b.found);
+    EXPECT_FALSE(b.passed);
+    ASSERT_EQ(b.failures.size(), 1u);
+    EXPECT_FALSE(parseGtestJson(j, "Padding.C").found); // filtered out, never ran: not a pass
+    EXPECT_FALSE(parseGtestJson("not json", "Padding.A").found);
+}
+
+TEST(Parsers, ProgressLine) {
+    auto p = parseProgressLine("progress 131072 4295098368");
+    ASSERT_TRUE(p.has_value());
+    EXPECT_EQ(p->first, 131072u);
+    EXPECT_EQ(p->second, 4295098368u);
+    EXPECT_FALSE(parseProgressLine("rsqrt_rn 4294967296 inputs 0 mismatches").has_value());
+    EXPECT_FALSE(parseProgressLine("progress 5 4").has_value());
+}
+
+TEST(Parsers, CommitSourcesInOrder) {
+    EXPECT_EQ(chooseCommit(std::string("abc\n"), std::string("def"), std::string("ghi")).source, "env");
+    EXPECT_EQ(chooseCommit(std::nullopt, std::string("def\n"), std::string("ghi")).commit, "def");
+    EXPECT_EQ(chooseCommit(std::string(""), std::string("unknown\n"), std::string("ghi\n")).commit, "ghi");
+    CommitSource const none = chooseCommit(std::nullopt, std::nullopt, std::nullopt);
+    EXPECT_EQ(none.commit, "unknown");
+    EXPECT_EQ(none.source, "unknown");
+}
+
+TEST(Progress, Durations) {
+    EXPECT_EQ(formatDuration(0), "0s");
+    EXPECT_EQ(formatDuration(59.4), "59s");
+    EXPECT_EQ(formatDuration(185), "3m05s");
+    EXPECT_EQ(formatDuration(3725), "1h02m");
+    EXPECT_EQ(formatDuration(-1), "--");
+    EXPECT_EQ(formatCount(950), "950");
+    EXPECT_EQ(formatCount(12345), "12.3k");
+    EXPECT_EQ(formatCount(4294967296.0), "4.29G");
+}
+
+TEST(Progress, LineHasCasesRateAndEta) {
+    ProgressSnapshot s;
+    s.elapsed = 100;
+    s.casesDone = 450;
+    s.casesTotal = 1000;
+    s.jobsDone = 5;
+    s.jobsTotal = 10;
+    s.exhaustiveTotal = 4294967296.0;
+    s.exhaustiveDone = 4294967296.0; // exhaustive done: 0.1 + 0.9 * 0.45 = 0.505
+    EXPECT_NEAR(workFraction(s), 0.505, 1e-9);
+    std::string const line = formatProgress(s, 20);
+    EXPECT_EQ(line.substr(0, 22), "[##########..........]");
+    EXPECT_NE(line.find(" 50%"), std::string::npos) << line;
+    EXPECT_NE(line.find("cases 450/1000 (4.5/s)"), std::string::npos) << line;
+    EXPECT_NE(line.find("exhaustive 4.29G/4.29G"), std::string::npos) << line;
+    EXPECT_NE(line.find("ETA 1m38s"), std::string::npos) << line; // 100 * 0.495 / 0.505
+    EXPECT_EQ(formatProgress(s, 0).find('['), std::string::npos); // plain line: no bar
+    s.failures = 2;
+    EXPECT_NE(formatProgress(s, 0).find("FAILURES 2"), std::string::npos);
+    ProgressSnapshot zero;
+    EXPECT_NE(formatProgress(zero, 0).find("ETA --"), std::string::npos);
+}
+
+std::optional<Options> parse(std::vector<char const*> args) {
+    args.insert(args.begin(), "certify");
+    return parseArgs(static_cast<int>(args.size()), args.data(), "/default/certificate");
+}
+
+TEST(Args, DefaultsAndFlags) {
+    Options o = *parse({});
+    EXPECT_EQ(o.outDir, "/default/certificate");
+    EXPECT_EQ(o.scale, 1.0);
+    EXPECT_EQ(o.seed, 20261129u);
+    EXPECT_TRUE(o.exhaustive && o.properties);
+    EXPECT_FALSE(o.allowPtxJit);
+    o = *parse({"--out", "/x", "--scale", "0.25", "--seed", "7", "--gpus", "1,0,1", "--contracts", "3,1", "--cases",
+                "Padding.A=5", "--cases", "Padding.B=6", "--allow-ptx-jit", "--no-exhaustive", "--progress", "lines"});
+    EXPECT_EQ(o.outDir, "/x");
+    EXPECT_EQ(o.scale, 0.25);
+    EXPECT_EQ(o.seed, 7u);
+    EXPECT_EQ(o.gpus, (std::vector<int>{0, 1}));
+    EXPECT_EQ(o.only, (std::vector<int>{1, 3}));
+    EXPECT_EQ(o.cases.at("Padding.A"), 5);
+    EXPECT_EQ(o.cases.at("Padding.B"), 6);
+    EXPECT_TRUE(o.allowPtxJit);
+    EXPECT_FALSE(o.exhaustive);
+    EXPECT_EQ(o.progress, "lines");
+    EXPECT_FALSE(parse({"--exhaustive-only"})->properties);
+}
+
+TEST(Args, BadArgumentsThrow) {
+    EXPECT_THROW(parse({"--scale", "0"}), std::runtime_error);
+    EXPECT_THROW(parse({"--contracts", "9"}), std::runtime_error);
+    EXPECT_THROW(parse({"--cases", "Padding.A"}), std::runtime_error);
+    EXPECT_THROW(parse({"--cases", "Padding.A=0"}), std::runtime_error);
+    EXPECT_THROW(parse({"--progress", "fancy"}), std::runtime_error);
+    EXPECT_THROW(parse({"--no-exhaustive", "--exhaustive-only"}), std::runtime_error);
+    EXPECT_THROW(parse({"--bogus"}), std::runtime_error);
+}
+
+// A certificate as certify_main.cc builds it, for one GPU.
+json sampleCertificate() {
+    json prop = {{"id", "Padding.A"},
+                 {"seed", 11},
+                 {"rc_params", "max_success=4 seed=11"},
+                 {"cases_planned", 4},
+                 {"cases_run", 4},
+                 {"verdict", "PASS"},
+                 {"seconds", 1.5},
+                 {"failures", json::array()},
+                 {"fixtures", json::array()},
+                 {"log", "/c/gpu0/logs/Padding.A.log"}};
+    json check = {{"inputs", 65536}, {"expected_inputs", 65536}, {"mismatches", 0}, {"device_function", "f"}};
+    json checks;
+    for (char const* n : {"bf16_to_float", "float_to_bf16", "float_to_half", "half_to_float", "rsqrt_rn"}) {
+        checks[n] = check;
+    }
+    json gpu = {{"index", 0},
+                {"name", "NVIDIA H200"},
+                {"uuid", "GPU-1"},
+                {"sm", "90"},
+                {"sass", {{"carried", true}, {"message", "the binary carries SASS for sm_90 (cubin sm_90)"}}},
+                {"contracts", json::array({{{"number", 3}, {"name", "padding"}, {"properties", json::array({prop})}}})},
+                {"exhaustive", {{"checks", checks}, {"error", ""}, {"seconds", 9.0}}}};
+    return {{"format", "qsa-certificate/1"},
+            {"git", {{"commit", "abc"}, {"source", "env"}}},
+            {"build", {{"sass_archs", json::array({"80", "90"})}, {"ptx_archs", json::array({"90"})}, {"cuda_toolkit_compiled", 13000}}},
+            {"cuda", {{"runtime_version", 13000}, {"driver_api_version", 13000}, {"driver_release", "580.159.04"}}},
+            {"budget", {{"scale", 1.0}, {"base_seed", 1}, {"properties", true}, {"exhaustive", true}}},
+            {"gpus", json::array({gpu})},
+            {"times", {{"started_utc", "2026-11-29T00:00:00Z"}, {"total_seconds", 10.5}}}};
+}
+
+TEST(Verdicts, PassOnlyWhenEverythingPasses) {
+    json c = sampleCertificate();
+    computeVerdicts(c);
+    EXPECT_EQ(c["verdict"], "PASS");
+    EXPECT_EQ(c["gpus"][0]["contracts"][0]["cases_run"], 4);
+
+    json f = sampleCertificate();
+    f["gpus"][0]["contracts"][0]["properties"][0]["verdict"] = "FAIL";
+    computeVerdicts(f);
+    EXPECT_EQ(f["gpus"][0]["contracts"][0]["verdict"], "FAIL");
+    EXPECT_EQ(f["verdict"], "FAIL");
+
+    json m = sampleCertificate();
+    m["gpus"][0]["exhaustive"]["checks"]["rsqrt_rn"]["mismatches"] = 1;
+    computeVerdicts(m);
+    EXPECT_EQ(m["gpus"][0]["exhaustive"]["verdict"], "FAIL");
+    EXPECT_EQ(m["verdict"], "FAIL");
+
+    json partial = sampleCertificate(); // fewer inputs than every pattern: not a certification
+    partial["gpus"][0]["exhaustive"]["checks"]["float_to_half"]["inputs"] = 65535;
+    computeVerdicts(partial);
+    EXPECT_EQ(partial["verdict"], "FAIL");
+
+    json missing = sampleCertificate();
+    missing["gpus"][0]["exhaustive"]["checks"].erase("half_to_float");
+    computeVerdicts(missing);
+    EXPECT_EQ(missing["verdict"], "FAIL");
+
+    json err = sampleCertificate();
+    err["gpus"][0]["exhaustive"]["error"] = "exhaustive_primitives killed by signal 9";
+    computeVerdicts(err);
+    EXPECT_EQ(err["verdict"], "FAIL");
+
+    json nosass = sampleCertificate();
+    nosass["gpus"][0]["sass"]["carried"] = false;
+    computeVerdicts(nosass);
+    EXPECT_EQ(nosass["verdict"], "FAIL");
+    nosass["gpus"][0]["sass"]["ptx_jit_allowed"] = true;
+    computeVerdicts(nosass);
+    EXPECT_EQ(nosass["verdict"], "PASS");
+
+    json empty = sampleCertificate();
+    empty["gpus"] = json::array();
+    computeVerdicts(empty);
+    EXPECT_EQ(empty["verdict"], "FAIL");
+
+    json noprops = sampleCertificate();
+    noprops["gpus"][0]["contracts"][0]["properties"] = json::array();
+    computeVerdicts(noprops);
+    EXPECT_EQ(noprops["verdict"], "FAIL");
+}
+
+TEST(Render, DeterministicAndSortedApartFromTimes) {
+    json a = sampleCertificate();
+    json b = sampleCertificate();
+    b["times"]["total_seconds"] = 99.0;
+    b["gpus"][0]["contracts"][0]["properties"][0]["seconds"] = 7.0;
+    computeVerdicts(a);
+    computeVerdicts(b);
+    std::string const ja = renderJson(a);
+    EXPECT_EQ(ja, renderJson(a));
+    EXPECT_LT(ja.find("\"budget\""), ja.find("\"build\"")); // keys sorted
+    EXPECT_LT(ja.find("\"build\""), ja.find("\"cuda\""));
+    EXPECT_EQ(ja.back(), '\n');
+    // Stripping every time gives identical documents.
+    auto strip = [](json j) {
+        j.erase("times");
+        for (auto& g : j["gpus"]) {
+            g["exhaustive"].erase("seconds");
+            for (auto& c : g["contracts"]) {
+                c.erase("seconds");
+                for (auto& p : c["properties"]) {
+                    p.erase("seconds");
+                }
+            }
+        }
+        return renderJson(j);
+    };
+    EXPECT_EQ(strip(a), strip(b));
+    EXPECT_NE(renderJson(a), renderJson(b));
+}
+
+TEST(Render, MarkdownNamesEverythingAReviewerNeeds) {
+    json c = sampleCertificate();
+    computeVerdicts(c);
+    std::string const md = renderMarkdown(c);
+    EXPECT_EQ(md, renderMarkdown(c));
+    for (char const* s :
+         {"# QSA indexer certificate: PASS", "`abc` (env)", "| CUDA runtime (cudaRuntimeGetVersion) | 13.0",
+          "580.159.04 (CUDA 13.0)", "sm_80, sm_90", "compute_90", "## GPU 0: NVIDIA H200 (sm_90): PASS",
+          "carries SASS for sm_90", "| 3. padding | PASS | 4 |", "| Padding.A | 4 | 11 | PASS |",
+          "| rsqrt_rn | `f` | 65536 | 0 |", "## Failures\n\nNone."}) {
+        EXPECT_NE(md.find(s), std::string::npos) << "missing: " << s << "\n" << md;
+    }
+    json f = sampleCertificate();
+    json& p = f["gpus"][0]["contracts"][0]["properties"][0];
+    p["verdict"] = "FAIL";
+    p["failures"] = json::array({"Falsifiable after 3 tests and 2 shrinks\nB=1 S=5"});
+    p["fixtures"] = json::array({"/c/gpu0/outputs/Padding.A/captured/prop_padding_a"});
+    computeVerdicts(f);
+    std::string const fmd = renderMarkdown(f);
+    EXPECT_NE(fmd.find("# QSA indexer certificate: FAIL"), std::string::npos);
+    EXPECT_NE(fmd.find("Falsifiable after 3 tests and 2 shrinks"), std::string::npos);
+    EXPECT_NE(fmd.find("fixture: `/c/gpu0/outputs/Padding.A/captured/prop_padding_a`"), std::string::npos);
+    EXPECT_NE(fmd.find("RC_PARAMS=\"max_success=4 seed=11\""), std::string::npos);
+}
+
+} // namespace
