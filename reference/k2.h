@@ -25,11 +25,12 @@ struct KbarTiles {
 // Tiles of blocks [0, numBlocks) of one sequence from kbar bits [numBlocks, 128].
 KbarTiles makeKbarTiles(DType dt, uint16_t const* kbar, int32_t numBlocks);
 
-// Logits of up to 4 rows of the same sequence. q[r] points at the row's [4][128] floats (T-rounded
-// qNormed), nVis[r] its visible block count (0 for a padded row). out[r][g] for g < outBlocks: the
-// contract's logit when g < nVis[r], -FLT_MAX otherwise. Requires nVis[r] <= tiles.numBlocks.
-void scoreRowGroup(float const* const q[], int32_t const nVis[], int nRows, KbarTiles const& tiles, int32_t outBlocks,
-                   float* const out[]);
+// Logits of nRows rows of the same sequence (any count; a panel of a few dozen rows keeps each kbar tile in
+// L1 while it serves every row). q[r] points at the row's [4][128] floats (T-rounded qNormed), nVis[r] its
+// visible block count (0 for a padded row: its q is not read). out[r][g] for g < outBlocks: the contract's
+// logit when g < nVis[r], -FLT_MAX otherwise. Requires nVis[r] <= tiles.numBlocks.
+void scoreRows(float const* const q[], int32_t const nVis[], int nRows, KbarTiles const& tiles, int32_t outBlocks,
+               float* const out[]);
 
 // Which vector variant the engine runs on this CPU ("avx512", "avx2" or "generic"): for the bench.
 char const* k2Variant();

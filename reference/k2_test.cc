@@ -65,7 +65,7 @@ TEST_P(K2Variants, EveryVariantEqualsTheScalarOrder) {
         k2ForceVariant(variant);
         std::vector<float> out(4 * 40, 123.0f);
         float* op[4] = {out.data(), out.data() + 40, out.data() + 80, out.data() + 120};
-        scoreRowGroup(qp, nVis, 4, tiles, 40, op);
+        scoreRows(qp, nVis, 4, tiles, 40, op);
         int mismatches = 0;
         for (int r = 0; r < 4; ++r) {
             for (int32_t g = 0; g < 40; ++g) {
@@ -96,7 +96,7 @@ TEST(K2Engine, VisibleLogitsAreNeverNaNOrNegativeZero) {
         int32_t const nVis[1] = {64};
         std::vector<float> out(64);
         float* op[1] = {out.data()};
-        scoreRowGroup(qp, nVis, 1, tiles, 64, op);
+        scoreRows(qp, nVis, 1, tiles, 64, op);
         for (float l : out) {
             EXPECT_FALSE(std::isnan(l));
             EXPECT_FALSE(std::signbit(l));

@@ -55,22 +55,23 @@ void checkPrefillCase(char const* fn, PrefillCase const& c) {
     }
 }
 
-// Rows of one sequence, sorted by t, scored in groups of 4, selected and expanded. qRow(i) gives the
-// [4][128] T bits of rows[i]; write(i, outRow) receives its 2051 entries; logitsOut(i) (may return null)
-// receives its MB logits.
+// Rows of one sequence, sorted by t, scored in panels of 32, selected and expanded. qRow(i) gives the
+// [4][128] T bits of row i; outRow(i) receives its 2051 entries; logitsRow(i) (may return null) receives its
+// MB logits.
 template <typename QRow, typename OutRow, typename LogitsRow>
 void scoreSelectExpand(DType dt, int32_t seqLen, int32_t ctx, std::vector<int32_t> const& ts, KbarTiles const& tiles,
                        int numThreads, QRow const& qRow, OutRow const& outRow, LogitsRow const& logitsRow) {
+    constexpr int kPanel = 32;
     int32_t const mb = numBlocksOf(seqLen);
-    int64_t const numGroups = (static_cast<int64_t>(ts.size()) + kTileRows - 1) / kTileRows;
-    parallelFor(numGroups, numThreads, 1, [&](int64_t gi) {
-        int64_t const i0 = gi * kTileRows;
-        int const n = static_cast<int>(std::min<int64_t>(kTileRows, static_cast<int64_t>(ts.size()) - i0));
-        std::vector<float> qf(static_cast<size_t>(kTileRows) * 512, 0.0f);
-        std::vector<float> lg(static_cast<size_t>(kTileRows) * mb);
-        float const* qp[kTileRows];
-        float* lp[kTileRows];
-        int32_t nVis[kTileRows];
+    int64_t const numPanels = (static_cast<int64_t>(ts.size()) + kPanel - 1) / kPanel;
+    parallelFor(numPanels, numThreads, 1, [&](int64_t pi) {
+        int64_t const i0 = pi * kPanel;
+        int const n = static_cast<int>(std::min<int64_t>(kPanel, static_cast<int64_t>(ts.size()) - i0));
+        std::vector<float> qf(static_cast<size_t>(n) * 512, 0.0f);
+        std::vector<float> lg(static_cast<size_t>(n) * mb);
+        float const* qp[kPanel];
+        float* lp[kPanel];
+        int32_t nVis[kPanel];
         for (int i = 0; i < n; ++i) {
             int32_t const t = ts[i0 + i];
             nVis[i] = t < ctx ? (t + 1) / 4 : 0;
@@ -83,7 +84,7 @@ void scoreSelectExpand(DType dt, int32_t seqLen, int32_t ctx, std::vector<int32_
             qp[i] = qf.data() + i * 512;
             lp[i] = lg.data() + static_cast<size_t>(i) * mb;
         }
-        scoreRowGroup(qp, nVis, n, tiles, mb, lp);
+        scoreRows(qp, nVis, n, tiles, mb, lp);
         int32_t sel[kBlockTopK];
         for (int i = 0; i < n; ++i) {
             int32_t const t = ts[i0 + i];

@@ -38,20 +38,62 @@ void kbarOfBlock(DType dt, uint16_t const* const k[4], float const wf[128], floa
     normRopeT(dt, m, wf, cosSinRow, rmsEps, out);
 }
 
+namespace {
+
+// The kSel smallest of (u[g], g) over g < n (u: an order key where smaller is better), as composite keys
+// (u << 32 | g) in ascending order. Equal u are ranked by ascending g: the contract's tie rule.
+// A 12-bit histogram of u's top bits finds the bucket that holds the kSel-th key; everything below it is
+// selected, and only that bucket is partially ordered. Exact for any key distribution.
+void smallestComposite(uint32_t const* u, int32_t n, int32_t kSel, std::vector<uint64_t>& out) {
+    out.clear();
+    if (kSel >= n) {
+        for (int32_t g = 0; g < n; ++g) {
+            out.push_back((static_cast<uint64_t>(u[g]) << 32) | static_cast<uint32_t>(g));
+        }
+        std::sort(out.begin(), out.end());
+        return;
+    }
+    constexpr int kBits = 12;
+    std::vector<int32_t> hist(size_t{1} << kBits, 0);
+    for (int32_t g = 0; g < n; ++g) {
+        ++hist[u[g] >> (32 - kBits)];
+    }
+    uint32_t bucket = 0;
+    int32_t below = 0;
+    while (below + hist[bucket] < kSel) {
+        below += hist[bucket];
+        ++bucket;
+    }
+    std::vector<uint64_t> edge;
+    for (int32_t g = 0; g < n; ++g) {
+        uint32_t const top = u[g] >> (32 - kBits);
+        uint64_t const key = (static_cast<uint64_t>(u[g]) << 32) | static_cast<uint32_t>(g);
+        if (top < bucket) {
+            out.push_back(key);
+        } else if (top == bucket) {
+            edge.push_back(key);
+        }
+    }
+    int32_t const need = kSel - below;
+    std::nth_element(edge.begin(), edge.begin() + (need - 1), edge.end());
+    out.insert(out.end(), edge.begin(), edge.begin() + need);
+    std::sort(out.begin(), out.end());
+}
+
+} // namespace
+
 int32_t selectPrefillRow(float const* logits, int32_t nVis, int32_t* sel) {
     int32_t const kSel = std::min(kBlockTopK, nVis);
     if (kSel <= 0) {
         return 0;
     }
-    // Descending key, ascending id == ascending (~key, id): one 64-bit composite per block.
-    std::vector<uint64_t> keys(static_cast<size_t>(nVis));
+    // Descending CUB key, ascending id == ascending (~key, id).
+    std::vector<uint32_t> u(static_cast<size_t>(nVis));
     for (int32_t g = 0; g < nVis; ++g) {
-        keys[g] = (static_cast<uint64_t>(~cubKey(logits[g])) << 32) | static_cast<uint32_t>(g);
+        u[g] = ~cubKey(logits[g]);
     }
-    if (nVis > kSel) {
-        std::nth_element(keys.begin(), keys.begin() + kSel, keys.end());
-    }
-    std::sort(keys.begin(), keys.begin() + kSel);
+    std::vector<uint64_t> keys;
+    smallestComposite(u.data(), nVis, kSel, keys);
     for (int32_t i = 0; i < kSel; ++i) {
         sel[i] = static_cast<int32_t>(keys[i] & 0xFFFFFFFFu);
     }
@@ -69,11 +111,12 @@ int32_t selectDecodeRow(float const* logits, int32_t nVis, int32_t* sel) {
         }
         return nVis;
     }
-    std::vector<uint64_t> keys(static_cast<size_t>(nVis));
+    std::vector<uint32_t> u(static_cast<size_t>(nVis));
     for (int32_t g = 0; g < nVis; ++g) {
-        keys[g] = (static_cast<uint64_t>(~selectKey(logits[g])) << 32) | static_cast<uint32_t>(g);
+        u[g] = ~selectKey(logits[g]); // B3's key, -0.0 below +0.0
     }
-    std::nth_element(keys.begin(), keys.begin() + kSel, keys.end());
+    std::vector<uint64_t> keys;
+    smallestComposite(u.data(), nVis, kSel, keys);
     for (int32_t i = 0; i < kSel; ++i) {
         sel[i] = static_cast<int32_t>(keys[i] & 0xFFFFFFFFu);
     }

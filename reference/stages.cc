@@ -202,24 +202,25 @@ void scores(DType dt, float* logits, uint16_t const* qNormed, uint16_t const* kb
         int32_t const need = tMax >= 0 ? (tMax + 1) / 4 : 0;
         tiles[b] = makeKbarTiles(dt, kbar + static_cast<int64_t>(b) * mb * 128, need);
     }
-    // Groups of up to 4 consecutive rows of one sequence.
-    std::vector<int64_t> groupStart;
+    // Panels of up to 32 consecutive rows of one sequence (each kbar tile serves the whole panel).
+    constexpr int kPanel = 32;
+    std::vector<int64_t> panelStart;
     for (int64_t r = rowBegin; r < rowEnd;) {
-        groupStart.push_back(r);
+        panelStart.push_back(r);
         int64_t const seqEnd = (r / seqLen + 1) * seqLen;
-        r = std::min<int64_t>({r + kTileRows, seqEnd, static_cast<int64_t>(rowEnd)});
+        r = std::min<int64_t>({r + kPanel, seqEnd, static_cast<int64_t>(rowEnd)});
     }
-    groupStart.push_back(rowEnd);
-    int64_t const numGroups = static_cast<int64_t>(groupStart.size()) - 1;
-    parallelFor(numGroups, numThreads, 1, [&](int64_t gi) {
-        int64_t const r0 = groupStart[gi];
-        int const n = static_cast<int>(groupStart[gi + 1] - r0);
+    panelStart.push_back(rowEnd);
+    int64_t const numPanels = static_cast<int64_t>(panelStart.size()) - 1;
+    parallelFor(numPanels, numThreads, 1, [&](int64_t pi) {
+        int64_t const r0 = panelStart[pi];
+        int const n = static_cast<int>(panelStart[pi + 1] - r0);
         int32_t const b = static_cast<int32_t>(r0 / seqLen);
         int32_t const ctx = clampCtx(contextLengths[b], seqLen);
-        std::vector<float> qf(static_cast<size_t>(n) * 512);
-        float const* qp[kTileRows];
-        int32_t nVis[kTileRows];
-        float* out[kTileRows];
+        std::vector<float> qf(static_cast<size_t>(n) * 512, 0.0f);
+        float const* qp[kPanel];
+        int32_t nVis[kPanel];
+        float* out[kPanel];
         for (int i = 0; i < n; ++i) {
             int64_t const r = r0 + i;
             int32_t const t = static_cast<int32_t>(r % seqLen);
@@ -230,7 +231,7 @@ void scores(DType dt, float* logits, uint16_t const* qNormed, uint16_t const* kb
             qp[i] = qf.data() + i * 512;
             out[i] = logits + (r - rowBegin) * mb;
         }
-        scoreRowGroup(qp, nVis, n, tiles[b], mb, out);
+        scoreRows(qp, nVis, n, tiles[b], mb, out);
     });
 }
 
