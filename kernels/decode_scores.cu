@@ -40,12 +40,13 @@ __device__ __forceinline__ float lanePartial(float4 q, float4 k) {
     return p;
 }
 
-template <typename T>
+template <typename T, bool kVec>
 __global__ void __launch_bounds__(kTile)
     decodeScoresKernel(float* logits, T const* qNormed, int32_t const* contextLengths, PoolDev pool,
                        int32_t maxBlocks) {
     __shared__ uint2 ks[kTile * 32];
     __shared__ float4 qs[kHeads * 32];
+    __shared__ int64_t pageBase[kTile / 32];
     int64_t const b = blockIdx.y;
     int64_t const ctx = contextLengths[b];
     if (ctx < 1 || (ctx + 3) / 4 > maxBlocks) {
@@ -58,6 +59,10 @@ __global__ void __launch_bounds__(kTile)
     }
     int const nHere = min(kTile, nVis - g0);
 
+    // The tile's 128 blocks are 512 tokens = 4 whole pages: V-tail offset of each page's row 0 (-1: dropped).
+    if (threadIdx.x < kTile / 32) {
+        pageBase[threadIdx.x] = poolTailOffset(pool, b, 1, 4 * (static_cast<int64_t>(g0) + 32 * threadIdx.x));
+    }
     // q [4][128] -> float4 [h][l] = (q[l], q[l+32], q[l+64], q[l+96]).
     T const* q = qNormed + b * kHeads * kDim;
     {
@@ -67,18 +72,42 @@ __global__ void __launch_bounds__(kTile)
         qs[h * 32 + l] = make_float4(TypeOps<T>::toFloat(qh[0]), TypeOps<T>::toFloat(qh[32]),
                                      TypeOps<T>::toFloat(qh[64]), TypeOps<T>::toFloat(qh[96]));
     }
-    // kbar rows: item (blk, l) gathers the lane's 4 dims of block g0 + blk from its V-tail.
-    for (int idx = threadIdx.x; idx < nHere * 32; idx += kTile) {
-        int const blk = idx >> 5;
-        int const l = idx & 31;
-        int64_t const off = poolTailOffset(pool, b, 1, 4 * static_cast<int64_t>(g0 + blk));
-        uint2 v = make_uint2(0u, 0u); // dropped read: +0.0
-        if (off >= 0) {
-            uint16_t const* src = pool.pool + off + l;
-            v.x = static_cast<uint32_t>(src[0]) | (static_cast<uint32_t>(src[32]) << 16);
-            v.y = static_cast<uint32_t>(src[64]) | (static_cast<uint32_t>(src[96]) << 16);
+    __syncthreads();
+    int64_t const rowStride = static_cast<int64_t>(pool.numKVHeads) * pool.poolHeadDim;
+    uint16_t* ks16 = reinterpret_cast<uint16_t*>(ks);
+    if (kVec) {
+        // Item (blk, c): dims [8c, 8c + 8) of block g0 + blk with one 16-byte load.
+#pragma unroll 4
+        for (int idx = threadIdx.x; idx < nHere * 16; idx += kTile) {
+            int const blk = idx >> 4;
+            int const c = idx & 15;
+            int64_t const base = pageBase[blk >> 5];
+            uint4 v = make_uint4(0u, 0u, 0u, 0u); // dropped read: +0.0
+            if (base >= 0) {
+                v = *reinterpret_cast<uint4 const*>(pool.pool + base + (blk & 31) * 4 * rowStride + 8 * c);
+            }
+            uint32_t const w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                int const d = 8 * c + k;
+                uint16_t const h16 = static_cast<uint16_t>((k & 1) ? (w[k >> 1] >> 16) : (w[k >> 1] & 0xFFFFu));
+                ks16[kSlot(blk, d & 31) * 4 + (d >> 5)] = h16;
+            }
         }
-        ks[kSlot(blk, l)] = v;
+    } else {
+        // Item (blk, l): the lane's 4 dims of block g0 + blk.
+        for (int idx = threadIdx.x; idx < nHere * 32; idx += kTile) {
+            int const blk = idx >> 5;
+            int const l = idx & 31;
+            int64_t const base = pageBase[blk >> 5];
+            uint2 v = make_uint2(0u, 0u); // dropped read: +0.0
+            if (base >= 0) {
+                uint16_t const* src = pool.pool + base + (blk & 31) * 4 * rowStride + l;
+                v.x = static_cast<uint32_t>(src[0]) | (static_cast<uint32_t>(src[32]) << 16);
+                v.y = static_cast<uint32_t>(src[64]) | (static_cast<uint32_t>(src[96]) << 16);
+            }
+            ks[kSlot(blk, l)] = v;
+        }
     }
     __syncthreads();
     int const blk = threadIdx.x;
@@ -147,7 +176,16 @@ void launchQsaDecodeScores(float* logits, T const* qNormed, int32_t const* conte
         fail(fn, "batchSize must be <= ", kMaxGridY, ", got ", batchSize);
     }
     dim3 const grid(static_cast<unsigned>(ceilDiv(maxBlocks, kTile)), static_cast<unsigned>(batchSize));
-    decodeScoresKernel<T><<<grid, kTile, 0, stream>>>(logits, qNormed, contextLengths, toPoolDev(poolState), maxBlocks);
+    // 16-byte loads of the V-tails when every tail is 16-byte aligned.
+    bool const vec = poolState.poolHeadDim % 8 == 0 && poolState.headSize % 8 == 0 &&
+                     reinterpret_cast<uintptr_t>(poolState.poolPtr) % 16 == 0;
+    if (vec) {
+        decodeScoresKernel<T, true>
+            <<<grid, kTile, 0, stream>>>(logits, qNormed, contextLengths, toPoolDev(poolState), maxBlocks);
+    } else {
+        decodeScoresKernel<T, false>
+            <<<grid, kTile, 0, stream>>>(logits, qNormed, contextLengths, toPoolDev(poolState), maxBlocks);
+    }
     checkLaunch(fn);
 }
 

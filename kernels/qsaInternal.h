@@ -13,8 +13,8 @@ namespace kernel {
 namespace qsa_detail {
 
 // K2 over rows [rowBegin, rowEnd). writeInvisible = false leaves invisible entries untouched (the runner
-// sorts only each row's visible prefix, so they are never read); ids, when non-null, receives
-// ids[(r - rowBegin) * MB + g] = g for every VISIBLE entry (the sort's values, idsFill fused).
+// reads only each row's visible prefix); ids, when non-null, receives ids[(r - rowBegin) * MB + g] = g for
+// every VISIBLE entry.
 template <typename T>
 void launchScoresImpl(char const* fn, float* logits, int32_t* ids, T const* qNormed, T const* kbar,
                       int32_t const* contextLengths, int32_t batchSize, int32_t seqLen, int64_t rowBegin,
@@ -23,12 +23,17 @@ void launchScoresImpl(char const* fn, float* logits, int32_t* ids, T const* qNor
 // CUB's own temp-bytes query for the runner's DoubleBuffer segmented sort of numRows x numBlocks.
 size_t sortDoubleBufferTempBytes(int64_t numRows, int64_t numBlocks);
 
-// Runner sort of one chunk: rows [rowBegin, rowEnd) of the prefill, each row sorted over its visible
-// prefix [0, nVis) only (descending, stable). Returns true when the sorted output is in the alternate
-// buffers (d_keys/d_values .Current() after CUB's call).
-bool sortChunkVisiblePrefix(float* keys, float* keysAlt, int32_t* values, int32_t* valuesAlt,
-                            int32_t const* contextLengths, int32_t seqLen, int64_t rowBegin, int64_t rowEnd,
-                            void* cubTemp, size_t cubTempBytes, cudaStream_t stream);
+// Runner sort of one chunk: rows [rowBegin, rowEnd) of the prefill; segment i is [i * MB, i * MB + kSel(row)),
+// kSel = min(512, nVis), and the pairs start in keysAlt / valuesAlt (DoubleBuffer current = alt, as
+// launchPrefillSelect writes them). Returns the buffer that holds the sorted ids.
+int32_t const* sortChunkSelected(float* keys, float* keysAlt, int32_t* values, int32_t* valuesAlt,
+                                 int32_t const* contextLengths, int32_t seqLen, int64_t rowBegin, int64_t rowEnd,
+                                 void* cubTemp, size_t cubTempBytes, cudaStream_t stream);
+
+// Candidate pre-selection of rows [rowBegin, rowEnd): logits [rows, MB] (visible prefix) -> the row's first
+// kSel entries of (logit desc, id asc) as (key, id) pairs in ascending id order at the segment start.
+void launchPrefillSelect(float const* logits, float* keysOut, int32_t* idsOut, int32_t const* contextLengths,
+                         int32_t seqLen, int64_t rowBegin, int64_t rowEnd, cudaStream_t stream);
 
 } // namespace qsa_detail
 } // namespace kernel

@@ -1,10 +1,13 @@
 // Prefill runner and its workspace size (contract sections 2, 5, 6).
 //
 // Pipeline: K1a; K1b (paged + raw-k tail scatter when poolState != null); then per chunk of Rc rows:
-// K2 (idsFill fused: it writes ids[g] = g next to every visible logit), the CUB segmented sort, K4.
-// The sort covers only each row's visible prefix [0, nVis): visible logits are >= +0.0 > -FLT_MAX, so a
-// whole-row stable descending sort puts exactly these entries first, in the same order; K4 reads only
-// the first kSel <= nVis of them. outIdx is therefore what the contract's whole-row pipeline gives.
+// K2 (visible entries only), candidate pre-selection (idsFill fused), the CUB segmented sort, K4.
+// Why outIdx equals the contract's whole-row pipeline: K4 reads only the first kSel = min(512, nVis)
+// entries of each sorted row. Visible logits are >= +0.0 (never NaN or -0.0) > -FLT_MAX, so the
+// whole-row stable descending sort begins with the visible entries in (logit desc, id asc) order. The
+// pre-selection keeps exactly the first kSel of that order (radix select, ties to the lowest ids, see
+// qsaRadixSelect.cuh) and writes them in ascending id order; CUB's stable SortPairsDescending over a
+// DoubleBuffer then orders them exactly as the whole-row sort does.
 #include <algorithm>
 
 #include "kernels/qsaCommon.cuh"
@@ -115,11 +118,12 @@ void runQsaIndexerPrefill(int32_t* outIdx, T const* indexQk, float const* cosSin
     int64_t const rows = static_cast<int64_t>(batchSize) * seqLen;
     for (int64_t r0 = 0; r0 < rows; r0 += L.chunkRows) {
         int64_t const r1 = std::min(rows, r0 + L.chunkRows);
-        launchScoresImpl<T>(fn, keys, values, qNormed, kbar, contextLengths, batchSize, seqLen, r0, r1,
+        launchScoresImpl<T>(fn, keys, nullptr, qNormed, kbar, contextLengths, batchSize, seqLen, r0, r1,
                             /*writeInvisible=*/false, stream);
-        bool const alt = sortChunkVisiblePrefix(keys, keysAlt, values, valuesAlt, contextLengths, seqLen, r0, r1,
-                                                cubTemp, L.cubBytes, stream);
-        launchExpandImpl(outIdx, alt ? valuesAlt : values, contextLengths, seqLen, r0, r1, stream);
+        launchPrefillSelect(keys, keysAlt, valuesAlt, contextLengths, seqLen, r0, r1, stream);
+        int32_t const* sorted = sortChunkSelected(keys, keysAlt, values, valuesAlt, contextLengths, seqLen, r0, r1,
+                                                  cubTemp, L.cubBytes, stream);
+        launchExpandImpl(outIdx, sorted, contextLengths, seqLen, r0, r1, stream);
     }
 }
 

@@ -8,12 +8,12 @@
 #include <cfloat>
 #include <chrono>
 #include <cmath>
-#include <functional>
-#include <stdexcept>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,13 +34,13 @@ namespace {
 
 int gFailures = 0;
 
-#define CK(x)                                                                                                         \
-    do {                                                                                                              \
-        cudaError_t e_ = (x);                                                                                         \
-        if (e_ != cudaSuccess) {                                                                                      \
-            std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);                      \
-            std::exit(2);                                                                                             \
-        }                                                                                                             \
+#define CK(x)                                                                                                          \
+    do {                                                                                                               \
+        cudaError_t e_ = (x);                                                                                          \
+        if (e_ != cudaSuccess) {                                                                                       \
+            std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);                       \
+            std::exit(2);                                                                                              \
+        }                                                                                                              \
     } while (0)
 
 template <typename V>
@@ -87,7 +87,7 @@ void compare(std::string const& what, std::vector<V> const& gpu, std::vector<V> 
         ++bad;
     }
     std::printf("%-44s %s (%zu mismatches of %zu%s)\n", what.c_str(), bad ? "FAIL" : "ok", bad, n,
-        bad ? (", first " + std::to_string(first)).c_str() : "");
+                bad ? (", first " + std::to_string(first)).c_str() : "");
     gFailures += bad != 0;
 }
 
@@ -135,18 +135,18 @@ ref::HostPool makePool(DType dt, int32_t B, int32_t maxPagesPerSeq, bool holes) 
         }
     }
     if (holes && maxPagesPerSeq > 2) {
-        p.pageTable[(0 * 2 + 0) * maxPagesPerSeq + 1] = -1;                   // K hole
-        p.pageTable[(0 * 2 + 1) * maxPagesPerSeq + 2] = -1;                   // V hole
-        p.pageTable[((B - 1) * 2 + 1) * maxPagesPerSeq + 1] = perm[0];        // V entry outside its plane
-        p.pageTable[((B - 1) * 2 + 0) * maxPagesPerSeq + 2] = 2 * p.dims.numPages + 5;  // K entry outside
+        p.pageTable[(0 * 2 + 0) * maxPagesPerSeq + 1] = -1;                            // K hole
+        p.pageTable[(0 * 2 + 1) * maxPagesPerSeq + 2] = -1;                            // V hole
+        p.pageTable[((B - 1) * 2 + 1) * maxPagesPerSeq + 1] = perm[0];                 // V entry outside its plane
+        p.pageTable[((B - 1) * 2 + 0) * maxPagesPerSeq + 2] = 2 * p.dims.numPages + 5; // K entry outside
     }
     p.data = randomT(dt, static_cast<size_t>(2) * p.dims.numPages * 128 * 2 * 384, 1.0f);
     return p;
 }
 
 QsaIndexerPoolState poolState(ref::HostPool const& p, void* dPool, int32_t const* dTable) {
-    return QsaIndexerPoolState{dPool, dTable, p.dims.maxPagesPerSeq, p.dims.numPages, p.dims.numKVHeads,
-        p.dims.poolHeadDim, p.dims.headSize};
+    return QsaIndexerPoolState{
+        dPool, dTable, p.dims.maxPagesPerSeq, p.dims.numPages, p.dims.numKVHeads, p.dims.poolHeadDim, p.dims.headSize};
 }
 
 template <typename T>
@@ -170,7 +170,7 @@ void stagesPrefill(DType dt, int32_t B, int32_t S, std::vector<int32_t> ctx) {
     }
     auto wQ = randomT(dt, 128, 0.5f);
     auto wK = randomT(dt, 128, 0.5f);
-    wQ[5] = dt == DType::kHalf ? 0x7BFF : 0x7F7F;  // huge gamma: products overflow to inf
+    wQ[5] = dt == DType::kHalf ? 0x7BFF : 0x7F7F; // huge gamma: products overflow to inf
     auto cosSin = makeCosSin(S);
     float const eps = 1e-6f;
     Dev<uint16_t> dQk(indexQk), dWq(wQ), dWk(wK);
@@ -190,7 +190,7 @@ void stagesPrefill(DType dt, int32_t B, int32_t S, std::vector<int32_t> ctx) {
     Dev<uint16_t> dKb(static_cast<size_t>(B) * MB * 128);
     dKb.fill(0xCD);
     launchQsaKCompress<T>(reinterpret_cast<T*>(dKb.p), qk, dCs.p, dCtx.p, reinterpret_cast<T const*>(dWk.p), eps, B, S,
-        MB, 0, MB, 0, 0);
+                          MB, 0, MB, 0, 0);
     std::vector<uint16_t> kb(dKb.n);
     ref::kCompress(dt, kb.data(), indexQk.data(), cosSin.data(), ctx.data(), wK.data(), eps, B, S, MB, 0, MB, 0);
     compare("K1b kbar", dKb.down(), kb);
@@ -205,10 +205,11 @@ void stagesPrefill(DType dt, int32_t B, int32_t S, std::vector<int32_t> ctx) {
     ref::PoolView pv{poolCpu.data(), pool.pageTable.data(), pool.dims};
     dKb.fill(0xCD);
     launchQsaKCompressPaged<T>(reinterpret_cast<T*>(dKb.p), qk, dCs.p, dCtx.p, reinterpret_cast<T const*>(dWk.p), eps,
-        B, S, MB, 0, MB, 0, ps, 0);
+                               B, S, MB, 0, MB, 0, ps, 0);
     launchQsaRawKTailScatter<T>(qk, dCtx.p, B, S, ps, 0);
     std::vector<uint16_t> kb2(dKb.n);
-    ref::kCompressPaged(dt, kb2.data(), indexQk.data(), cosSin.data(), ctx.data(), wK.data(), eps, B, S, MB, 0, MB, 0, pv);
+    ref::kCompressPaged(dt, kb2.data(), indexQk.data(), cosSin.data(), ctx.data(), wK.data(), eps, B, S, MB, 0, MB, 0,
+                        pv);
     ref::rawKTailScatter(dt, indexQk.data(), ctx.data(), B, S, pv);
     compare("K1b paged kbar", dKb.down(), kb2);
     compare("K1b paged + scatter pool", dPool.down(), poolCpu);
@@ -227,13 +228,13 @@ void stagesPrefill(DType dt, int32_t B, int32_t S, std::vector<int32_t> ctx) {
     Dev<float> dLog(static_cast<size_t>(re - rb) * MB);
     dLog.fill(0x7F);
     launchQsaScores<T>(dLog.p, reinterpret_cast<T const*>(dQn2.p), reinterpret_cast<T const*>(dKb2.p), dCtx.p, B, S, rb,
-        re, 0);
+                       re, 0);
     std::vector<float> lg(dLog.n);
     ref::scores(dt, lg.data(), qn.data(), kb.data(), ctx.data(), B, S, rb, re);
     compare("K2 logits (sub-range)", dLog.down(), lg);
     Dev<float> dLogAll(static_cast<size_t>(rows) * MB);
     launchQsaScores<T>(dLogAll.p, reinterpret_cast<T const*>(dQn2.p), reinterpret_cast<T const*>(dKb2.p), dCtx.p, B, S,
-        0, rows, 0);
+                       0, rows, 0);
     std::vector<float> lgAll(dLogAll.n);
     ref::scores(dt, lgAll.data(), qn.data(), kb.data(), ctx.data(), B, S, 0, rows);
     compare("K2 logits (all)", dLogAll.down(), lgAll);
@@ -294,13 +295,12 @@ void pipelinePrefill(DType dt, int32_t B, int32_t S, std::vector<int32_t> ctx, b
     Dev<int32_t> dOut(static_cast<size_t>(B) * S * 2051);
     size_t const ws = getQsaIndexerWorkspaceSize(B, S);
     Dev<uint8_t> dWs(ws);
-    dWs.fill(0xFF);  // results never depend on what the workspace held
+    dWs.fill(0xFF); // results never depend on what the workspace held
     Dev<uint16_t> dPool(withPool ? c.pool.data : std::vector<uint16_t>(1));
     Dev<int32_t> dTable(withPool ? c.pool.pageTable : std::vector<int32_t>(1));
     QsaIndexerPoolState ps = poolState(c.pool, dPool.p, dTable.p);
-    runQsaIndexerPrefill<T>(dOut.p, reinterpret_cast<T const*>(dQk.p), dCs.p, dCtx.p,
-        reinterpret_cast<T const*>(dWq.p), reinterpret_cast<T const*>(dWk.p), c.rmsEps, dWs.p, ws, B, S,
-        withPool ? &ps : nullptr, 0);
+    runQsaIndexerPrefill<T>(dOut.p, reinterpret_cast<T const*>(dQk.p), dCs.p, dCtx.p, reinterpret_cast<T const*>(dWq.p),
+                            reinterpret_cast<T const*>(dWk.p), c.rmsEps, dWs.p, ws, B, S, withPool ? &ps : nullptr, 0);
     CK(cudaDeviceSynchronize());
     ref::PrefillResult r = ref::runPrefill(c);
     compare("prefill outIdx", dOut.down(), r.outIdx);
@@ -346,7 +346,7 @@ void pipelineDecode(DType dt, std::vector<int32_t> ctx, int32_t maxBlocks, bool 
     QsaIndexerPoolState ps = poolState(c.pool, dPool.p, dTable.p);
     T const* qk = reinterpret_cast<T const*>(dQk.p);
     runQsaIndexerDecode<T>(dOut.p, qk, dCs.p, dCtx.p, reinterpret_cast<T const*>(dWq.p),
-        reinterpret_cast<T const*>(dWk.p), c.rmsEps, ps, dSplit.p, dWs.p, ws, B, maxBlocks, 0);
+                           reinterpret_cast<T const*>(dWk.p), c.rmsEps, ps, dSplit.p, dWs.p, ws, B, maxBlocks, 0);
     CK(cudaDeviceSynchronize());
     ref::DecodeResult r = ref::runDecode(c);
     compare("decode outIdx", dOut.down(), r.outIdx);
@@ -363,10 +363,10 @@ void pipelineDecode(DType dt, std::vector<int32_t> ctx, int32_t maxBlocks, bool 
     ref::PoolView pv{poolCpu.data(), c.pool.pageTable.data(), c.pool.dims};
     Dev<uint16_t> dQn(static_cast<size_t>(B) * 512);
     launchQsaDecodePrep<T>(reinterpret_cast<T*>(dQn.p), qk, dCs.p, dCtx.p, reinterpret_cast<T const*>(dWq.p),
-        reinterpret_cast<T const*>(dWk.p), c.rmsEps, ps, B, maxBlocks, 0);
+                           reinterpret_cast<T const*>(dWk.p), c.rmsEps, ps, B, maxBlocks, 0);
     std::vector<uint16_t> qn(dQn.n);
-    ref::decodePrep(dt, qn.data(), c.indexQk.data(), c.cosSin.data(), ctx.data(), c.wQ.data(), c.wK.data(), c.rmsEps, pv,
-        B, maxBlocks);
+    ref::decodePrep(dt, qn.data(), c.indexQk.data(), c.cosSin.data(), ctx.data(), c.wQ.data(), c.wK.data(), c.rmsEps,
+                    pv, B, maxBlocks);
     compare("B1 qNormed", dQn.down(), qn);
     compare("B1 pool", dPool.down(), poolCpu);
     Dev<float> dLog(static_cast<size_t>(B) * maxBlocks);
@@ -441,19 +441,58 @@ void perfPrefill(int32_t B, int32_t S, bool check) {
     Dev<uint8_t> dWs(ws);
     auto run = [&] {
         runQsaIndexerPrefill<__half>(dOut.p, reinterpret_cast<__half const*>(dQk.p), dCs.p, dCtx.p,
-            reinterpret_cast<__half const*>(dWq.p), reinterpret_cast<__half const*>(dWk.p), c.rmsEps, dWs.p, ws, B, S,
-            nullptr, 0);
+                                     reinterpret_cast<__half const*>(dWq.p), reinterpret_cast<__half const*>(dWk.p),
+                                     c.rmsEps, dWs.p, ws, B, S, nullptr, 0);
     };
     float const ms = medianMs(run, 20);
     // Stage split: K1 only, and K2 over everything (with invisible writes skipped, as the runner does).
     int32_t const MB = (S + 3) / 4;
     auto k1 = [&] {
         launchQsaQPrep<__half>(reinterpret_cast<__half*>(dWs.p), reinterpret_cast<__half const*>(dQk.p), dCs.p, dCtx.p,
-            reinterpret_cast<__half const*>(dWq.p), c.rmsEps, B, S, 0);
+                               reinterpret_cast<__half const*>(dWq.p), c.rmsEps, B, S, 0);
     };
     float const msK1 = medianMs(k1, 10);
-    std::printf("PERF prefill half B=%d S=%d: median %.3f ms (K1a %.3f ms), workspace %.1f MiB, MB=%d\n", B, S, ms,
-        msK1, ws / 1048576.0, MB);
+    // Stage split of the chunk loop (same buffers the runner uses).
+    namespace d = trt_edgellm::kernel::qsa_detail;
+    int64_t const rows = static_cast<int64_t>(B) * S;
+    int64_t const Rc = std::min<int64_t>(rows, std::max<int64_t>(8388608 / MB, 256));
+    size_t const kbOff = ((rows * 1024 + 127) / 128) * 128;
+    __half const* qn = reinterpret_cast<__half const*>(dWs.p);
+    __half const* kb = reinterpret_cast<__half const*>(dWs.p + kbOff);
+    Dev<float> kA(Rc * MB), kB(Rc * MB);
+    Dev<int32_t> vA(Rc * MB), vB(Rc * MB);
+    Dev<uint8_t> tmp(1 << 20);
+    float const msK2 = medianMs(
+        [&] {
+            for (int64_t r0 = 0; r0 < rows; r0 += Rc) {
+                d::launchScoresImpl<__half>("perf", kA.p, nullptr, qn, kb, dCtx.p, B, S, r0, std::min(rows, r0 + Rc),
+                                            false, 0);
+            }
+        },
+        5);
+    float const msSel = medianMs(
+        [&] {
+            for (int64_t r0 = 0; r0 < rows; r0 += Rc) {
+                d::launchPrefillSelect(kA.p, kB.p, vB.p, dCtx.p, S, r0, std::min(rows, r0 + Rc), 0);
+            }
+        },
+        5);
+    float const msSort = medianMs(
+        [&] {
+            for (int64_t r0 = 0; r0 < rows; r0 += Rc) {
+                d::sortChunkSelected(kA.p, kB.p, vA.p, vB.p, dCtx.p, S, r0, std::min(rows, r0 + Rc), tmp.p, 1 << 20, 0);
+            }
+        },
+        5);
+    double flop = 0;
+    for (int64_t t = 0; t < S; ++t) {
+        flop += 1024.0 * ((t + 1) / 4);
+    }
+    flop *= B;
+    std::printf(
+        "PERF prefill half B=%d S=%d: median %.3f ms (K1a %.3f, K2 %.3f = %.1f TFLOP/s, select %.3f, sort %.3f),"
+        " workspace %.1f MiB, MB=%d\n",
+        B, S, ms, msK1, msK2, flop / msK2 / 1e9, msSel, msSort, ws / 1048576.0, MB);
     if (check) {
         CK(cudaDeviceSynchronize());
         auto out = dOut.down();
@@ -498,7 +537,7 @@ void perfDecode(int32_t B, int32_t ctxLen) {
     Dev<int32_t> dTable(pool.pageTable);
     Dev<uint16_t> dQk(indexQk), dWq(wQ), dWk(wK);
     Dev<float> dCs(cs);
-    Dev<int32_t> dCtx(std::vector<int32_t>(B, ctxLen - 1));  // ctx % 4 == 3: no pool write changes the step
+    Dev<int32_t> dCtx(std::vector<int32_t>(B, ctxLen - 1)); // ctx % 4 == 3: no pool write changes the step
     Dev<int32_t> dOut(static_cast<size_t>(B) * 2051), dSplit(static_cast<size_t>(B) * 2);
     size_t const ws = getQsaIndexerDecodeWorkspaceSize(B, maxBlocks);
     Dev<uint8_t> dWs(ws);
@@ -507,8 +546,8 @@ void perfDecode(int32_t B, int32_t ctxLen) {
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     auto run = [&](cudaStream_t st) {
         runQsaIndexerDecode<__half>(dOut.p, reinterpret_cast<__half const*>(dQk.p), dCs.p, dCtx.p,
-            reinterpret_cast<__half const*>(dWq.p), reinterpret_cast<__half const*>(dWk.p), 1e-6f, ps, dSplit.p, dWs.p,
-            ws, B, maxBlocks, st);
+                                    reinterpret_cast<__half const*>(dWq.p), reinterpret_cast<__half const*>(dWk.p),
+                                    1e-6f, ps, dSplit.p, dWs.p, ws, B, maxBlocks, st);
     };
     float const msPlain = medianMs([&] { run(0); }, 50);
     CK(cudaDeviceSynchronize());
@@ -523,14 +562,17 @@ void perfDecode(int32_t B, int32_t ctxLen) {
     CK(cudaDeviceSynchronize());
     compare("decode graph replay == plain", dOut.down(), plainOut);
     // stage split
-    float* logits = reinterpret_cast<float*>(reinterpret_cast<char*>(dWs.p) + ((static_cast<size_t>(B) * 1024 + 127) / 128) * 128);
-    float const msB2 = medianMs([&] {
-        launchQsaDecodeScores<__half>(logits, reinterpret_cast<__half const*>(dWs.p), dCtx.p, ps, B, maxBlocks, 0);
-    }, 50);
+    float* logits =
+        reinterpret_cast<float*>(reinterpret_cast<char*>(dWs.p) + ((static_cast<size_t>(B) * 1024 + 127) / 128) * 128);
+    float const msB2 = medianMs(
+        [&] {
+            launchQsaDecodeScores<__half>(logits, reinterpret_cast<__half const*>(dWs.p), dCtx.p, ps, B, maxBlocks, 0);
+        },
+        50);
     float const msB3 = medianMs([&] { launchQsaDecodeSelect(dOut.p, logits, dCtx.p, B, maxBlocks, 0); }, 50);
     double const kbarBytes = static_cast<double>(B) * (ctxLen / 4) * 256;
     std::printf("PERF decode half B=%d ctx=%d: plain %.4f ms, graph %.4f ms, B2 %.4f ms (%.0f GB/s kbar), B3 %.4f ms\n",
-        B, ctxLen, msPlain, msGraph, msB2, kbarBytes / msB2 / 1e6, msB3);
+                B, ctxLen, msPlain, msGraph, msB2, kbarBytes / msB2 / 1e6, msB3);
     cudaGraphExecDestroy(ge);
     cudaGraphDestroy(g);
     cudaStreamDestroy(s);
@@ -562,8 +604,8 @@ int main(int argc, char** argv) {
         int64_t const MB = (S + 3) / 4;
         int64_t const Rc = std::min<int64_t>(S, std::max<int64_t>(8388608 / MB, 256));
         std::printf("cub DB query S=%lld Rc=%lld MB=%lld: %zu bytes; stage query(Rc,MB) %zu\n", (long long)S,
-            (long long)Rc, (long long)MB, trt_edgellm::kernel::qsa_detail::sortDoubleBufferTempBytes(Rc, MB),
-            getQsaSortTempBytes(static_cast<int32_t>(Rc), static_cast<int32_t>(MB)));
+                    (long long)Rc, (long long)MB, trt_edgellm::kernel::qsa_detail::sortDoubleBufferTempBytes(Rc, MB),
+                    getQsaSortTempBytes(static_cast<int32_t>(Rc), static_cast<int32_t>(MB)));
     }
 
     stagesPrefill<__half>(DType::kHalf, 3, 37, {37, 0, 22});
@@ -575,31 +617,40 @@ int main(int argc, char** argv) {
     pipelinePrefill<__half>(DType::kHalf, 1, 9000, {8999}, false);
     pipelinePrefill<__half>(DType::kHalf, 14, 130, {130, 1, 2, 3, 4, 5, 6, 7, 8, 9, 129, 128, 127, 0}, false);
     pipelineDecode<__half>(DType::kHalf, {1, 2, 3, 4, 5, 2047, 2048, 2049, 2052, 2053, 4000, 0, 99999, 4096}, 1024,
-        false, true);
+                           false, true);
     pipelineDecode<__nv_bfloat16>(DType::kBf16, {2048, 2052, 3001, 4096, 4095, 8, 4097}, 1100, false, true);
     pipelineDecode<__half>(DType::kHalf, {4096, 4095, 3000}, 1024, true, true);
 
     // Argument validation
-    checkThrows("prefill null outIdx", [] {
-        runQsaIndexerPrefill<__half>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0.f, nullptr, 0, 1, 1, nullptr, 0);
-    }, "outIdx");
-    checkThrows("prefill size 0", [] { getQsaIndexerWorkspaceSize(0, 10); }, "batchSize");
-    checkThrows("decode size maxBlocks", [] { getQsaIndexerDecodeWorkspaceSize(1, -1); }, "maxBlocks");
+    checkThrows(
+        "prefill null outIdx",
+        [] {
+            runQsaIndexerPrefill<__half>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0.f, nullptr, 0, 1, 1,
+                                         nullptr, 0);
+        },
+        "outIdx");
+    checkThrows(
+        "prefill size 0", [] { getQsaIndexerWorkspaceSize(0, 10); }, "batchSize");
+    checkThrows(
+        "decode size maxBlocks", [] { getQsaIndexerDecodeWorkspaceSize(1, -1); }, "maxBlocks");
     {
         Dev<uint8_t> w(1 << 20);
         int32_t* o = reinterpret_cast<int32_t*>(w.p);
         __half const* h = reinterpret_cast<__half const*>(w.p);
         float const* f = reinterpret_cast<float const*>(w.p);
-        checkThrows("prefill small workspace", [&] {
-            runQsaIndexerPrefill<__half>(o, h, f, o, h, h, 0.f, w.p, 100, 1, 8, nullptr, 0);
-        }, "below the required");
-        checkThrows("prefill misaligned workspace", [&] {
-            runQsaIndexerPrefill<__half>(o, h, f, o, h, h, 0.f, w.p + 8, 1 << 19, 1, 8, nullptr, 0);
-        }, "128-byte");
+        checkThrows(
+            "prefill small workspace",
+            [&] { runQsaIndexerPrefill<__half>(o, h, f, o, h, h, 0.f, w.p, 100, 1, 8, nullptr, 0); },
+            "below the required");
+        checkThrows(
+            "prefill misaligned workspace",
+            [&] { runQsaIndexerPrefill<__half>(o, h, f, o, h, h, 0.f, w.p + 8, 1 << 19, 1, 8, nullptr, 0); },
+            "128-byte");
         QsaIndexerPoolState bad{w.p, o, 4, 8, 2, 300, 256};
-        checkThrows("decode bad pool headSize", [&] {
-            runQsaIndexerDecode<__half>(o, h, f, o, h, h, 0.f, bad, nullptr, w.p, 1 << 19, 1, 4, 0);
-        }, "poolHeadDim");
+        checkThrows(
+            "decode bad pool headSize",
+            [&] { runQsaIndexerDecode<__half>(o, h, f, o, h, h, 0.f, bad, nullptr, w.p, 1 << 19, 1, 4, 0); },
+            "poolHeadDim");
     }
 
     if (perf) {

@@ -32,7 +32,7 @@ struct RowEnd {
     __host__ __device__ int operator()(int i) const { return i * numBlocks + numBlocks; }
 };
 
-// Runner: segment i (row rowBegin + i) ends at begin + nVis(row): only the visible prefix is sorted.
+// Runner: segment i (row rowBegin + i) ends at begin + kSel(row): only the pre-selected candidates.
 struct RowVisibleEnd {
     int32_t numBlocks;
     int32_t seqLen;
@@ -44,7 +44,7 @@ struct RowVisibleEnd {
         int const t = static_cast<int>(r - b * seqLen);
         int const ctx = clampCtx(contextLengths[b], seqLen);
         int const nVis = t < ctx ? (t + 1) / 4 : 0;
-        return i * numBlocks + nVis;
+        return i * numBlocks + min(nVis, kTopK);
     }
 };
 
@@ -82,15 +82,15 @@ size_t sortDoubleBufferTempBytes(int64_t numRows, int64_t numBlocks) {
     return bytes;
 }
 
-bool sortChunkVisiblePrefix(float* keys, float* keysAlt, int32_t* values, int32_t* valuesAlt,
-                            int32_t const* contextLengths, int32_t seqLen, int64_t rowBegin, int64_t rowEnd,
-                            void* cubTemp, size_t cubTempBytes, cudaStream_t stream) {
+int32_t const* sortChunkSelected(float* keys, float* keysAlt, int32_t* values, int32_t* valuesAlt,
+                                 int32_t const* contextLengths, int32_t seqLen, int64_t rowBegin, int64_t rowEnd,
+                                 void* cubTemp, size_t cubTempBytes, cudaStream_t stream) {
     char const* fn = "runQsaIndexerPrefill";
     int64_t const numBlocks = ceilDiv(seqLen, 4);
     int64_t const numRows = rowEnd - rowBegin;
     checkItems(fn, numRows, numBlocks);
-    cub::DoubleBuffer<float> dKeys(keys, keysAlt);
-    cub::DoubleBuffer<int32_t> dValues(values, valuesAlt);
+    cub::DoubleBuffer<float> dKeys(keysAlt, keys); // the candidates are in the alternate slots
+    cub::DoubleBuffer<int32_t> dValues(valuesAlt, values);
     thrust::counting_iterator<int> c(0);
     RowVisibleEnd endOp{static_cast<int32_t>(numBlocks), seqLen, rowBegin, contextLengths};
     size_t bytes = cubTempBytes;
@@ -98,7 +98,7 @@ bool sortChunkVisiblePrefix(float* keys, float* keysAlt, int32_t* values, int32_
                      cubTemp, bytes, dKeys, dValues, static_cast<int>(numRows * numBlocks), static_cast<int>(numRows),
                      BeginIt(c, RowBegin{static_cast<int32_t>(numBlocks)}), VisEndIt(c, endOp), 0, 32, stream));
     checkLaunch(fn);
-    return dValues.Current() == valuesAlt;
+    return dValues.Current();
 }
 
 } // namespace qsa_detail

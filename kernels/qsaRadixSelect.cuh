@@ -1,0 +1,234 @@
+// Block-wide radix select of the first kSel entries of (logit descending, id ascending) of one row, emitted
+// in ascending id (contract section 4, Selection). Shared by B3 (decode) and the prefill runner's
+// candidate pre-selection. No CUB, no allocation, deterministic (integer counts only).
+//
+// Key u = sign ? ~bits : bits | 0x80000000 (ascending u = ascending float, -0.0 below +0.0). 8-bit digits
+// from the top: each pass histograms the digit among the entries whose higher digits equal the prefix
+// found so far and picks the digit where the count from the top reaches `need`. The end state is
+// (prefix, mask, need): an entry is selected iff (u & mask) > prefix, or (u & mask) == prefix and fewer
+// than `need` equal entries precede it in id order (ties at the threshold go to the lowest ids). When a
+// pass finds need == the whole threshold bucket, finer digits change nothing and the passes stop.
+//
+// Thread i owns the contiguous ids [i * chunk, (i + 1) * chunk), chunk = ceilDiv(n, kThreads); when
+// chunk <= kItems the keys are read once into registers, else every pass re-reads the row.
+#pragma once
+
+#include "kernels/qsaCommon.cuh"
+
+namespace trt_edgellm {
+namespace kernel {
+namespace qsa_detail {
+
+__device__ __forceinline__ uint32_t radixKey(float x) {
+    uint32_t const bits = __float_as_uint(x);
+    return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+}
+
+__device__ __forceinline__ float radixKeyToFloat(uint32_t u) {
+    return __uint_as_float((u & 0x80000000u) ? (u & 0x7FFFFFFFu) : ~u);
+}
+
+template <int kThreads>
+struct RadixSelectSmem {
+    int hist[kThreads / 32][256];
+    int histTotal[256];
+    int2 warpTot[32];
+    uint32_t prefix;
+    uint32_t mask;
+    int need;
+    int eq;
+};
+
+// Block-wide exclusive scan of two counters (integers: exact in any order).
+template <int kThreads>
+__device__ __forceinline__ void blockExclusiveScan2(int a, int c, int& aBefore, int& cBefore, int2* warpTot) {
+    constexpr int kWarps = kThreads / 32;
+    int const lane = threadIdx.x & 31;
+    int const warp = threadIdx.x >> 5;
+    int sa = a, sc = c;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        int const na = __shfl_up_sync(kFull, sa, o);
+        int const nc = __shfl_up_sync(kFull, sc, o);
+        if (lane >= o) {
+            sa += na;
+            sc += nc;
+        }
+    }
+    if (lane == 31) {
+        warpTot[warp] = make_int2(sa, sc);
+    }
+    __syncthreads();
+    if (warp == 0) {
+        int2 const v = lane < kWarps ? warpTot[lane] : make_int2(0, 0);
+        int xa = v.x, xc = v.y;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            int const na = __shfl_up_sync(kFull, xa, o);
+            int const nc = __shfl_up_sync(kFull, xc, o);
+            if (lane >= o) {
+                xa += na;
+                xc += nc;
+            }
+        }
+        if (lane < kWarps) {
+            warpTot[lane] = make_int2(xa - v.x, xc - v.y); // exclusive warp offsets
+        }
+    }
+    __syncthreads();
+    aBefore = warpTot[warp].x + sa - a;
+    cBefore = warpTot[warp].y + sc - c;
+    __syncthreads(); // warpTot may be reused
+}
+
+// One histogram pass + digit choice. `keyAt(k, valid)` gives the key of the thread's k-th id.
+template <int kThreads, typename KeyAt>
+__device__ __forceinline__ void radixPass(RadixSelectSmem<kThreads>& sm, int shift, int chunk, KeyAt keyAt) {
+    constexpr int kWarps = kThreads / 32;
+    int const lane = threadIdx.x & 31;
+    int const warp = threadIdx.x >> 5;
+    for (int i = threadIdx.x; i < kWarps * 256; i += kThreads) {
+        (&sm.hist[0][0])[i] = 0;
+    }
+    __syncthreads();
+    uint32_t const prefix = sm.prefix;
+    uint32_t const mask = sm.mask;
+    keyAt.forEach(chunk, [&](uint32_t u, bool valid) {
+        bool const in = valid && (u & mask) == prefix;
+        uint32_t const digit = (u >> shift) & 255u;
+        // Warp-aggregated histogram: one atomic per distinct digit of the warp.
+        unsigned const active = __ballot_sync(kFull, in);
+        if (in) {
+            unsigned const same = __match_any_sync(active, digit);
+            if (lane == __ffs(same) - 1) {
+                atomicAdd(&sm.hist[warp][digit], __popc(same));
+            }
+        }
+    });
+    __syncthreads();
+    for (int d = threadIdx.x; d < 256; d += kThreads) {
+        int s = 0;
+        for (int w = 0; w < kWarps; ++w) {
+            s += sm.hist[w][d];
+        }
+        sm.histTotal[d] = s;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        // Lane l owns digits 255 - 8l - k, k < 8; counts from the top (digit 255 first).
+        int cnt[8];
+        int mine = 0;
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            cnt[k] = sm.histTotal[255 - 8 * lane - k];
+            mine += cnt[k];
+        }
+        int incl = mine;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            int const n = __shfl_up_sync(kFull, incl, o);
+            if (lane >= o) {
+                incl += n;
+            }
+        }
+        int above = incl - mine;
+        int const need = sm.need;
+        if (above < need && need <= incl) {
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                if (above < need && need <= above + cnt[k]) {
+                    uint32_t const d = static_cast<uint32_t>(255 - 8 * lane - k);
+                    sm.prefix = prefix | (d << shift);
+                    sm.mask = mask | (255u << shift);
+                    sm.need = need - above;
+                    sm.eq = cnt[k];
+                }
+                above += cnt[k];
+            }
+        }
+    }
+    __syncthreads();
+}
+
+// Keys from registers (chunk <= kItems).
+template <int kItems>
+struct CachedKeys {
+    uint32_t u[kItems];
+    int count; // valid keys of this thread
+    template <typename F>
+    __device__ __forceinline__ void forEach(int /*chunk*/, F f) const {
+#pragma unroll
+        for (int k = 0; k < kItems; ++k) {
+            f(u[k], k < count);
+        }
+    }
+};
+
+// Keys re-read from the row (any chunk).
+struct RowKeys {
+    float const* row;
+    int gBegin;
+    int gEnd;
+    template <typename F>
+    __device__ __forceinline__ void forEach(int chunk, F f) const {
+        for (int k = 0; k < chunk; ++k) {
+            int const g = gBegin + k;
+            bool const valid = g < gEnd;
+            f(valid ? radixKey(row[g]) : 0u, valid);
+        }
+    }
+};
+
+// Selects the first kSel of row[0, n) and calls emit(pos, g, key) for each selected id g, pos = its rank
+// in ascending id order (0 .. min(kSel, n) - 1). All threads of the block must call it.
+template <int kThreads, typename Keys, typename Emit>
+__device__ __forceinline__ void radixSelectEmit(RadixSelectSmem<kThreads>& sm, Keys const& keys, int n, int kSel,
+                                                int gBegin, int chunk, Emit emit) {
+    __syncthreads(); // a previous row's readers of sm are done
+    if (threadIdx.x == 0) {
+        sm.prefix = 0u;
+        sm.mask = 0u;
+        sm.need = kSel;
+        sm.eq = -1;
+    }
+    __syncthreads();
+    if (n > kSel) {
+        for (int shift = 24; shift >= 0; shift -= 8) {
+            radixPass<kThreads>(sm, shift, chunk, keys);
+            if (sm.need == sm.eq) {
+                break;
+            }
+        }
+    }
+    // n <= kSel: mask 0, prefix 0, need kSel >= n: every entry is an equal one and all are taken.
+    uint32_t const prefix = sm.prefix;
+    uint32_t const mask = sm.mask;
+    int const need = sm.need;
+    int nGt = 0, nEq = 0;
+    keys.forEach(chunk, [&](uint32_t u, bool valid) {
+        uint32_t const m = u & mask;
+        nGt += (valid && m > prefix) ? 1 : 0;
+        nEq += (valid && m == prefix) ? 1 : 0;
+    });
+    int gtBefore, eqBefore;
+    blockExclusiveScan2<kThreads>(nGt, nEq, gtBefore, eqBefore, sm.warpTot);
+    int pos = gtBefore + min(eqBefore, need);
+    int k = 0;
+    keys.forEach(chunk, [&](uint32_t u, bool valid) {
+        uint32_t const m = u & mask;
+        bool take = valid && m > prefix;
+        if (valid && m == prefix) {
+            take = eqBefore < need;
+            ++eqBefore;
+        }
+        if (take) {
+            emit(pos, gBegin + k, u);
+            ++pos;
+        }
+        ++k;
+    });
+}
+
+} // namespace qsa_detail
+} // namespace kernel
+} // namespace trt_edgellm
