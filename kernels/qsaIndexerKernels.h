@@ -50,7 +50,13 @@ template <typename T>
 void launchQsaScores(float* logits, T const* qNormed, T const* kbar, int32_t const* contextLengths, int32_t batchSize,
                      int32_t seqLen, int32_t rowBegin, int32_t rowEnd, cudaStream_t stream);
 
-// CUB temp bytes the sort stage needs for numRows x numBlocks (CUB's own query; needs a GPU).
+// CUB temp bytes the sort stage needs for numRows x numBlocks (CUB's own query; needs a GPU). This is the
+// query of the launcher's CUB call, which keeps its inputs (CUB then holds alternate buffers in temp).
+// The prefill runner instead sorts over a DoubleBuffer (the keys-alt / values-alt slots), and its CUB temp
+// slot is alignUp(max(that DoubleBuffer query for Rc x MB, 1 MiB)). Monotonicity of the workspace bound:
+// the DoubleBuffer query of DeviceSegmentedRadixSort keeps no per-item or per-segment storage (255 bytes
+// on an H200 with CUDA 13.0 for every shape from 4 x 1 to 1024 x 8192 and 256 x 32768), so the slot is
+// the 1 MiB floor for every S and the total size is monotone in S.
 size_t getQsaSortTempBytes(int32_t numRows, int32_t numBlocks);
 
 // Sort: each of numRows rows of numBlocks (key, value) pairs, whole rows (invisible entries included),
