@@ -127,6 +127,10 @@ std::string renderMarkdown(json const& cert) {
     json const budget = cert.value("budget", json::object());
     md << "# QSA indexer certificate: " << cert.value("verdict", "FAIL")
        << (cert.value("dry_run", false) ? " (CPU DRY RUN of certify itself: not a certificate)" : "") << "\n\n";
+    if (cert.contains("qsa_mutant")) {
+        md << "**QSA_MUTANT=" << cert["qsa_mutant"].get<std::string>()
+           << " was set: if this build has mutants enabled, a mutant was certified, not the production kernels.**\n\n";
+    }
     md << "| item | value |\n|---|---|\n";
     md << "| git commit | `" << git.value("commit", "unknown") << "` (" << git.value("source", "unknown") << ") |\n";
     md << "| CUDA toolkit (compile time, CUDART_VERSION) | "

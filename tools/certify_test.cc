@@ -225,7 +225,10 @@ json sampleCertificate() {
                 {"exhaustive", {{"checks", checks}, {"error", ""}, {"seconds", 9.0}}}};
     return {{"format", "qsa-certificate/1"},
             {"git", {{"commit", "abc"}, {"source", "env"}}},
-            {"build", {{"sass_archs", json::array({"80", "90"})}, {"ptx_archs", json::array({"90"})}, {"cuda_toolkit_compiled", 13000}}},
+            {"build",
+             {{"sass_archs", json::array({"80", "90"})},
+              {"ptx_archs", json::array({"90"})},
+              {"cuda_toolkit_compiled", 13000}}},
             {"cuda", {{"runtime_version", 13000}, {"driver_api_version", 13000}, {"driver_release", "580.159.04"}}},
             {"budget", {{"scale", 1.0}, {"base_seed", 1}, {"properties", true}, {"exhaustive", true}}},
             {"gpus", json::array({gpu})},

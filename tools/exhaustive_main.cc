@@ -1,0 +1,256 @@
+// Exhaustive scalar checks, device vs reference bit for bit (issue 7): all 2^32 float inputs of the correctly
+// rounded 1/sqrt and of the float -> half / bf16 casts, all 2^16 half and bf16 -> float, through the device
+// functions the kernels use. Opt-in (not in the pre-merge run):
+//   bazel run //tools:exhaustive_primitives -- [--threads N] [--json FILE]
+// Prints "progress DONE TOTAL" lines (inputs) that certify reads; exit 0 all match, 1 mismatches, 2 error.
+#include <cuda_runtime.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tools/certify_cuda.h"
+#include "tools/exhaustive_compare.h"
+#include "tools/exhaustive_kernels.h"
+
+using namespace qsa::certify;
+using nlohmann::json;
+
+namespace {
+
+char const* const kNames[6] = {"", "rsqrt_rn", "float_to_half", "float_to_bf16", "half_to_float", "bf16_to_float"};
+
+void cuda(cudaError_t e, char const* what) {
+    if (e != cudaSuccess) {
+        throw std::runtime_error(std::string("exhaustive_primitives: ") + what + ": " + cudaGetErrorName(e) + " (" +
+                                 cudaGetErrorString(e) + ")");
+    }
+}
+
+// QSA_EXHAUSTIVE_PLANT="<check>[:<input hex>]" plants a one-bit device error (see exhaustive_kernels.h).
+Plant plantFromEnv() {
+    Plant p;
+    char const* env = std::getenv("QSA_EXHAUSTIVE_PLANT");
+    if (env == nullptr || *env == 0) {
+        return p;
+    }
+    std::string const s = env;
+    std::string const name = s.substr(0, s.find(':'));
+    for (int w = 1; w <= 5; ++w) {
+        if (name == kNames[w]) {
+            p.which = w;
+        }
+    }
+    if (p.which == 0) {
+        throw std::runtime_error("exhaustive_primitives: QSA_EXHAUSTIVE_PLANT names no check: '" + s + "'");
+    }
+    p.input = p.which <= 3 ? 0x3F800000u : 0x3C00u; // 1.0f / half 1.0 by default
+    if (s.find(':') != std::string::npos) {
+        p.input = static_cast<uint32_t>(std::stoul(s.substr(s.find(':') + 1), nullptr, 16));
+    }
+    return p;
+}
+
+std::string hex(uint32_t v, int digits) {
+    char buf[16];
+    std::snprintf(buf, sizeof(buf), "0x%0*x", digits, v);
+    return buf;
+}
+
+json statsJson(CheckStats const& s, int which, uint64_t expected) {
+    int const digits = which == 2 || which == 3 ? 4 : 8;
+    json ex = json::array();
+    for (Mismatch const& m : s.examples) {
+        ex.push_back({{"input", hex(m.input, which >= 4 ? 4 : 8)},
+                      {"device", hex(m.device, digits)},
+                      {"reference", hex(m.reference, digits)}});
+    }
+    return {{"inputs", s.inputs},
+            {"expected_inputs", expected},
+            {"mismatches", s.mismatches},
+            {"nan_results", s.nanResults},
+            {"device_function", deviceFunctionName(which)},
+            {"examples", ex}};
+}
+
+// Host copy of the device results of one chunk (pinned unless simulated).
+struct Slot {
+    uint32_t* rs = nullptr;
+    uint16_t* h = nullptr;
+    uint16_t* bf = nullptr;
+    uint32_t base = 0, n = 0;
+    cudaEvent_t done = nullptr;
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+    int threads = 0;
+    int chunkLog2 = 26;
+    int strideLog2 = 0;
+    bool simulate = false;
+    std::string jsonPath;
+    CLI::App app{"exhaustive_primitives: device vs reference over every float / half / bf16 input"};
+    app.add_option("--threads", threads, "CPU threads comparing (0: all cores)")->check(CLI::NonNegativeNumber);
+    app.add_option("--chunk-log2", chunkLog2, "inputs per device chunk, log2")->check(CLI::Range(16, 30));
+    app.add_option("--json", jsonPath, "write the result as JSON here");
+    app.add_flag("--simulate", simulate, "testing only: no CUDA, the reference stands in for the device");
+    app.add_option("--stride-log2", strideLog2, "testing only with --simulate: every 2^k-th float input")
+        ->check(CLI::Range(0, 24));
+    CLI11_PARSE(app, argc, argv);
+    if (strideLog2 > 0 && !simulate) {
+        std::cerr << "exhaustive_primitives: --stride-log2 needs --simulate (a certification covers every input)\n";
+        return 2;
+    }
+    if (threads == 0) {
+        threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    }
+    auto const t0 = std::chrono::steady_clock::now();
+    json out;
+    int rc = 2;
+    try {
+        Plant const plant = plantFromEnv();
+        json device = {{"simulated", simulate}};
+        if (!simulate) {
+            cuda(cudaSetDevice(0), "cudaSetDevice(0)");
+            GpuInfo const g = queryGpus().at(0);
+            device = {
+                {"name", g.name}, {"uuid", g.uuid}, {"sm", std::to_string(g.major) + "." + std::to_string(g.minor)}};
+        }
+        uint64_t const kAll = uint64_t(1) << 32;
+        uint64_t const stride = uint64_t(1) << strideLog2;
+        uint64_t const floatInputs = kAll / stride;
+        uint64_t const total = floatInputs + 2 * 65536;
+        uint32_t const chunk = uint32_t(1) << chunkLog2;
+        CheckStats st[6];
+
+        // All 2^16 half / bf16 -> float first (tiny).
+        std::vector<uint32_t> wh(65536), wb(65536);
+        if (simulate) {
+            for (uint32_t x = 0; x < 65536u; ++x) {
+                wh[x] = referenceHalfToFloatBits(uint16_t(x)) ^ (plant.which == 4 && plant.input == x ? 1u : 0u);
+                wb[x] = referenceBf16ToFloatBits(uint16_t(x)) ^ (plant.which == 5 && plant.input == x ? 1u : 0u);
+            }
+        } else {
+            uint32_t* d = nullptr;
+            cuda(cudaMalloc(&d, 2 * 65536 * sizeof(uint32_t)), "cudaMalloc");
+            cuda(launchWidenAll(d, d + 65536, plant, nullptr), "launchWidenAll");
+            cuda(cudaMemcpy(wh.data(), d, 65536 * sizeof(uint32_t), cudaMemcpyDeviceToHost), "cudaMemcpy");
+            cuda(cudaMemcpy(wb.data(), d + 65536, 65536 * sizeof(uint32_t), cudaMemcpyDeviceToHost), "cudaMemcpy");
+            cuda(cudaFree(d), "cudaFree");
+        }
+        compareWiden(wh.data(), wb.data(), st[4], st[5]);
+        uint64_t done = 2 * 65536;
+        std::printf("progress %llu %llu\n", (unsigned long long)done, (unsigned long long)total);
+        std::fflush(stdout);
+
+        if (simulate) {
+            // The reference stands in for the device, on a strided subset (tests of the tool itself only).
+            std::vector<uint32_t> rs(1);
+            std::vector<uint16_t> h(1), bf(1);
+            for (uint64_t k = 0; k < floatInputs; ++k) {
+                uint32_t const u = static_cast<uint32_t>(k * stride);
+                rs[0] = referenceRsqrtBits(u) ^ (plant.which == 1 && plant.input == u ? 1u : 0u);
+                h[0] = referenceHalfBits(u) ^ (plant.which == 2 && plant.input == u ? 1u : 0u);
+                bf[0] = referenceBf16Bits(u) ^ (plant.which == 3 && plant.input == u ? 1u : 0u);
+                compareFloatInputs(u, 1, rs.data(), h.data(), bf.data(), 1, st[1], st[2], st[3]);
+                if ((k + 1) % (floatInputs / 16 + 1) == 0 || k + 1 == floatInputs) {
+                    std::printf("progress %llu %llu\n", (unsigned long long)(done + k + 1), (unsigned long long)total);
+                    std::fflush(stdout);
+                }
+            }
+        } else {
+            // Double-buffered: the device computes and copies chunk k while the host compares chunk k - 1.
+            uint32_t* dRs = nullptr;
+            uint16_t* dH = nullptr;
+            uint16_t* dBf = nullptr;
+            cuda(cudaMalloc(&dRs, chunk * sizeof(uint32_t)), "cudaMalloc");
+            cuda(cudaMalloc(&dH, chunk * sizeof(uint16_t)), "cudaMalloc");
+            cuda(cudaMalloc(&dBf, chunk * sizeof(uint16_t)), "cudaMalloc");
+            cudaStream_t stream = nullptr;
+            cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+            Slot slots[2];
+            for (Slot& s : slots) {
+                cuda(cudaMallocHost(&s.rs, chunk * sizeof(uint32_t)), "cudaMallocHost");
+                cuda(cudaMallocHost(&s.h, chunk * sizeof(uint16_t)), "cudaMallocHost");
+                cuda(cudaMallocHost(&s.bf, chunk * sizeof(uint16_t)), "cudaMallocHost");
+                cuda(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), "cudaEventCreate");
+            }
+            uint64_t const chunks = kAll / chunk;
+            for (uint64_t k = 0; k <= chunks; ++k) {
+                if (k < chunks) {
+                    Slot& s = slots[k % 2];
+                    s.base = static_cast<uint32_t>(k * chunk);
+                    s.n = chunk;
+                    cuda(launchFloatInputs(s.base, s.n, dRs, dH, dBf, plant, stream), "launchFloatInputs");
+                    cuda(cudaMemcpyAsync(s.rs, dRs, chunk * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream),
+                         "cudaMemcpyAsync");
+                    cuda(cudaMemcpyAsync(s.h, dH, chunk * sizeof(uint16_t), cudaMemcpyDeviceToHost, stream),
+                         "cudaMemcpyAsync");
+                    cuda(cudaMemcpyAsync(s.bf, dBf, chunk * sizeof(uint16_t), cudaMemcpyDeviceToHost, stream),
+                         "cudaMemcpyAsync");
+                    cuda(cudaEventRecord(s.done, stream), "cudaEventRecord");
+                }
+                if (k > 0) {
+                    Slot& s = slots[(k - 1) % 2];
+                    cuda(cudaEventSynchronize(s.done), "cudaEventSynchronize");
+                    compareFloatInputs(s.base, s.n, s.rs, s.h, s.bf, threads, st[1], st[2], st[3]);
+                    done += s.n;
+                    std::printf("progress %llu %llu\n", (unsigned long long)done, (unsigned long long)total);
+                    std::fflush(stdout);
+                }
+            }
+            for (Slot& s : slots) {
+                cudaFreeHost(s.rs);
+                cudaFreeHost(s.h);
+                cudaFreeHost(s.bf);
+                cudaEventDestroy(s.done);
+            }
+            cudaStreamDestroy(stream);
+            cudaFree(dRs);
+            cudaFree(dH);
+            cudaFree(dBf);
+        }
+        json checks;
+        uint64_t bad = 0;
+        for (int w = 1; w <= 5; ++w) {
+            checks[kNames[w]] = statsJson(st[w], w, w <= 3 ? floatInputs : 65536);
+            bad += st[w].mismatches;
+            std::printf("%-14s %12llu inputs %10llu mismatches  (%s)\n", kNames[w], (unsigned long long)st[w].inputs,
+                        (unsigned long long)st[w].mismatches, deviceFunctionName(w));
+        }
+        out = {{"device", device}, {"checks", checks}, {"error", ""}};
+        if (plant.which != 0) {
+            out["plant"] = std::string(kNames[plant.which]) + "@" + hex(plant.input, 8);
+        }
+        if (strideLog2 > 0) {
+            out["stride"] = stride;
+        }
+        rc = bad == 0 ? 0 : 1;
+    } catch (std::exception const& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        out["error"] = e.what();
+        rc = 2;
+    }
+    out["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("exhaustive_primitives: %s in %.1f s\n", rc == 0 ? "all inputs match" : "FAILED",
+                out["seconds"].get<double>());
+    if (!jsonPath.empty()) {
+        std::ofstream f(jsonPath);
+        f << out.dump(2) << "\n";
+        if (!f) {
+            std::fprintf(stderr, "exhaustive_primitives: cannot write %s\n", jsonPath.c_str());
+            return 2;
+        }
+    }
+    return rc;
+}
