@@ -16,7 +16,7 @@ RunOptions fillOption(int i, uint64_t seed) {
     return o;
 }
 
-QSA_PROP(Determinism, PrefillRepeatsBitwise, 30) {
+QSA_PROP(Determinism, PrefillRepeatsBitwise, 60) {
     SpecOptions o;
     o.pool = *rc::gen::arbitrary<bool>();
     o.tieBias = true;
@@ -35,7 +35,7 @@ QSA_PROP(Determinism, PrefillRepeatsBitwise, 30) {
     }
 }
 
-QSA_PROP(Determinism, TwoStreamsInFlight, 20) {
+QSA_PROP(Determinism, TwoStreamsInFlight, 40) {
     SpecOptions o;
     o.tieBias = true;
     PrefillSpec const sa = *genPrefillSpec(o);
@@ -52,7 +52,7 @@ QSA_PROP(Determinism, TwoStreamsInFlight, 20) {
     QSA_REQUIRE_EMPTY(diffOutIdx(mixed.second.outIdx, runImplPrefill(b).outIdx, b.seqLen, "case B next to A vs alone"));
 }
 
-QSA_PROP(Determinism, DecodeRepeatsBitwise, 25) {
+QSA_PROP(Determinism, DecodeRepeatsBitwise, 40) {
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 300, 2, true, false);
     Chain ch = makeChain(spec);
     Capture cap("determinism", describe(spec));

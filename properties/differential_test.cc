@@ -9,8 +9,9 @@ namespace qsa {
 namespace prop {
 namespace {
 
-QSA_PROP(Differential, PrefillMatchesReference, 40) {
+QSA_PROP(Differential, PrefillMatchesReference, 150) {
     SpecOptions o;
+    o.tieBias = *rc::gen::arbitrary<bool>();
     o.pool = *rc::gen::arbitrary<bool>();
     o.hostilePool = o.pool && *rc::gen::arbitrary<bool>();
     PrefillSpec const spec = *genPrefillSpec(o);
@@ -43,7 +44,7 @@ QSA_PROP(Differential, PrefillMatchesReference, 40) {
 }
 
 // Every decode step starts from the reference's own pool state, so each step is a pure differential.
-QSA_PROP(Differential, DecodeStepsMatchReference, 30) {
+QSA_PROP(Differential, DecodeStepsMatchReference, 60) {
     bool const hostile = *rc::gen::arbitrary<bool>();
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 300, 6, false, hostile);
     Chain ch = makeChain(spec);

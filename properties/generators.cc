@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <ostream>
 #include <random>
 #include <sstream>
+#include <tuple>
 
 #include "properties/harness.h"
 
@@ -141,6 +143,13 @@ int32_t ceilDiv(int64_t a, int64_t b) {
 }
 
 } // namespace
+
+rc::Gen<size_t> uniformIndex(size_t n) {
+    return rc::Gen<size_t>([n](rc::Random const& random, int) {
+        size_t const v = size_t(rc::Random(random).next() % n);
+        return rc::shrinkable::shrinkRecur(v, [](size_t x) { return rc::shrink::towards<size_t>(x, 0); });
+    });
+}
 
 Budget defaultBudget() {
     if (implOnGpu())
@@ -282,63 +291,107 @@ ref::PrefillCase toCase(PrefillSpec const& s) {
 
 // ---- generators -----------------------------------------------------------------------------------
 
+// One weighted list sorted by S, so that shrinking (towards index 0) walks towards the smallest S.
 rc::Gen<int32_t> genSeqLen(Budget const& b) {
+    std::map<int32_t, size_t> w;
+    for (int32_t S = 1; S <= 32; ++S)
+        w[S] += 16; // ~50%: small
+    for (int32_t S : {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 17, 31, 32, 33})
+        w[S] += 10; // block edges
+    for (int32_t S : {127, 128, 129, 131, 132, 255, 256, 257})
+        w[S] += 15; // page edges
+    for (int32_t S = 33; S <= 520; S += 7)
+        w[S] += 2; // medium
     std::vector<int32_t> large;
     for (int32_t S : {2047, 2048, 2049, 2051, 2052, 2053, 2056, 2057, 2060, 4095, 4096, 4097, 8191, 8192}) {
         if (int64_t(S) * ceilDiv(S, 4) <= b.largePairs)
             large.push_back(S);
     }
-    auto small = rc::gen::inRange<int32_t>(1, 33);
-    auto edges = rc::gen::element<int32_t>(1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 17, 31, 32, 33);
-    auto pages = rc::gen::element<int32_t>(127, 128, 129, 131, 132, 255, 256, 257);
-    auto medium = rc::gen::inRange<int32_t>(33, 521);
-    if (large.empty() || b.largeWeight <= 0) {
-        return rc::gen::weightedOneOf<int32_t>({{50, small}, {20, edges}, {15, pages}, {10, medium}});
+    for (int32_t S : large)
+        w[S] += std::max<size_t>(1, size_t(b.largeWeight) * 10 / large.size());
+    std::vector<std::pair<size_t, int32_t>> pairs;
+    for (auto const& [S, weight] : w)
+        pairs.push_back({weight, S});
+    return weighted<int32_t>(std::move(pairs));
+}
+
+// A context length relative to S, so that it survives shrinking S (picks after a shrunk pick are drawn anew
+// in RapidCheck's gen::exec; these are drawn before S).
+struct CtxKind {
+    int kind = 0; // 0 full, 1 fraction, 2 zero, 3 one, 4 near a multiple of m
+    int32_t m = 4, k = 0, d = 0;
+    uint32_t frac = 0;
+    int32_t at(int32_t S) const {
+        switch (kind) {
+        case 0:
+            return S;
+        case 1:
+            return int32_t(uint64_t(frac) * uint64_t(S + 1) >> 16);
+        case 2:
+            return 0;
+        case 3:
+            return std::min(1, S);
+        default:
+            return std::min(std::max((k % (S / m + 1)) * m + d, 0), S);
+        }
     }
-    return rc::gen::weightedOneOf<int32_t>(
-        {{50, small}, {20, edges}, {15, pages}, {10, medium}, {size_t(b.largeWeight), rc::gen::elementOf(large)}});
+};
+
+rc::Gen<CtxKind> genCtxKind() {
+    return rc::gen::exec([] {
+        CtxKind c;
+        c.kind = *weighted<int>({{4, 0}, {4, 1}, {1, 2}, {1, 3}, {4, 4}});
+        if (c.kind == 1)
+            c.frac = *rc::gen::inRange<uint32_t>(0, 1u << 16);
+        if (c.kind == 4) {
+            c.m = *pick<int32_t>(4, 128, 2048);
+            c.k = *rc::gen::inRange<int32_t>(0, 1 << 16);
+            c.d = *pick<int32_t>(0, -1, 1);
+        }
+        return c;
+    });
 }
 
 rc::Gen<std::vector<int32_t>> genContextLengths(int32_t B, int32_t S) {
-    auto nearMultiple = rc::gen::exec([S] {
-        int32_t const m = *rc::gen::element<int32_t>(4, 128, 2048);
-        int32_t const k = *rc::gen::inRange<int32_t>(0, S / m + 1);
-        int32_t const d = *rc::gen::element<int32_t>(0, -1, 1);
-        return std::min(std::max(k * m + d, 0), S);
-    });
-    auto one = rc::gen::weightedOneOf<int32_t>({
-        {4, rc::gen::just<int32_t>(int32_t(S))},
-        {4, rc::gen::inRange<int32_t>(0, S + 1)},
-        {1, rc::gen::just<int32_t>(0)},
-        {1, rc::gen::just<int32_t>(int32_t(std::min(1, S)))},
-        {4, nearMultiple},
-    });
-    return rc::gen::container<std::vector<int32_t>>(size_t(B), one);
+    return rc::gen::map(rc::gen::container<std::vector<CtxKind>>(size_t(B), genCtxKind()),
+                        [S](std::vector<CtxKind> const& kinds) {
+                            std::vector<int32_t> ctx;
+                            for (CtxKind const& k : kinds)
+                                ctx.push_back(k.at(S));
+                            return ctx;
+                        });
 }
 
 rc::Gen<ActSpec> genActSpec(bool tieBias, bool allowPoison) {
     return rc::gen::exec([tieBias, allowPoison] {
         ActSpec a;
-        a.dtype = *rc::gen::element(DType::kHalf, DType::kBf16);
-        a.payload = *rc::gen::weightedElement<Payload>(
+        a.dtype = *pick(DType::kHalf, DType::kBf16);
+        a.payload = *weighted<Payload>(
             {{6, Payload::kNormal}, {1, Payload::kSubnormal}, {1, Payload::kHuge}, {2, Payload::kMixed}});
         uint32_t const tieWeight = tieBias ? 6 : 1;
-        a.ties = *rc::gen::weightedElement<Ties>({{tieBias ? 2u : 6u, Ties::kNone},
-                                                  {tieWeight, Ties::kDupBlocks},
-                                                  {tieWeight, Ties::kNegativeDots},
-                                                  {tieWeight, Ties::kQuantized},
-                                                  {1, Ties::kDeadGammaK}});
+        a.ties = *weighted<Ties>({{tieBias ? 2u : 6u, Ties::kNone},
+                                  {tieWeight, Ties::kDupBlocks},
+                                  {tieWeight, Ties::kNegativeDots},
+                                  {tieWeight, Ties::kQuantized},
+                                  {1, Ties::kDeadGammaK}});
         a.distinctBlocks = a.ties == Ties::kDupBlocks ? *rc::gen::inRange<int32_t>(1, 5) : 1;
         bool const tiesNeedIdentity = a.ties == Ties::kDupBlocks || a.ties == Ties::kNegativeDots;
-        a.rope = tiesNeedIdentity ? Rope::kIdentity
-                                  : *rc::gen::weightedElement<Rope>({{4, Rope::kReal}, {1, Rope::kIdentity}});
-        a.poisonPadding = allowPoison && *rc::gen::weightedElement<bool>({{1, false}, {2, true}});
-        a.extremeGamma = !tiesNeedIdentity && *rc::gen::weightedElement<bool>({{5, false}, {1, true}});
-        a.epsBits = *rc::gen::weightedElement<uint32_t>(
+        a.rope = tiesNeedIdentity ? Rope::kIdentity : *weighted<Rope>({{4, Rope::kReal}, {1, Rope::kIdentity}});
+        a.poisonPadding = allowPoison && *weighted<bool>({{1, false}, {2, true}});
+        a.extremeGamma = !tiesNeedIdentity && *weighted<bool>({{5, false}, {1, true}});
+        a.epsBits = *weighted<uint32_t>(
             {{8, 0x358637BDu}, {1, 0u}, {1, 0x3727C5ACu}, {1, 0x3F800000u}, {1, 0xB58637BDu}, {1, 1u}});
         a.seed = *rc::gen::arbitrary<uint32_t>();
         return a;
     });
+}
+
+void fitPool(PoolSpec& p, int64_t tokensTotal) {
+    if (tokensTotal <= 16384)
+        return;
+    p.numKVHeads = 1; // keep large pools small: one head, the narrowest tail geometry
+    p.headSize = 1;
+    p.poolHeadDim = 129;
 }
 
 rc::Gen<PoolSpec> genPoolSpec(bool hostile, int64_t tokensTotal) {
@@ -346,62 +399,76 @@ rc::Gen<PoolSpec> genPoolSpec(bool hostile, int64_t tokensTotal) {
         PoolSpec p;
         bool const big = tokensTotal > 16384;
         p.numKVHeads = big ? 1 : *rc::gen::inRange<int32_t>(1, 5);
-        auto const dims =
-            big ? std::make_pair(1, 129)
-                : *rc::gen::element(std::make_pair(256, 384), std::make_pair(128, 256), std::make_pair(1, 129),
-                                    std::make_pair(64, 192), std::make_pair(256, 512));
+        auto const dims = big ? std::make_pair(1, 129)
+                              : *pick(std::make_pair(256, 384), std::make_pair(128, 256), std::make_pair(1, 129),
+                                      std::make_pair(64, 192), std::make_pair(256, 512));
         p.headSize = dims.first;
         p.poolHeadDim = dims.second;
         p.extraSlots = *rc::gen::inRange<int32_t>(0, 3);
         p.extraPages = *rc::gen::inRange<int32_t>(0, 5);
         if (hostile) {
-            p.holesPer16 = *rc::gen::element<int32_t>(0, 3, 8);
+            p.holesPer16 = *pick<int32_t>(0, 3, 8);
             p.outOfPlane = *rc::gen::arbitrary<bool>();
-            p.truncated = *rc::gen::weightedElement<bool>({{3, false}, {1, true}});
+            p.truncated = *weighted<bool>({{3, false}, {1, true}});
         }
         p.seed = *rc::gen::arbitrary<uint32_t>();
+        fitPool(p, tokensTotal);
         return p;
     });
 }
 
+// Independent components (rc::gen::tuple shrinks each with the others held fixed, unlike gen::exec,
+// which draws every later pick anew): S first, so that shrinking starts with the sequence length.
 rc::Gen<PrefillSpec> genPrefillSpec(SpecOptions const& o) {
-    return rc::gen::exec([o] {
-        PrefillSpec s;
-        s.S = *genSeqLen(o.budget);
-        int64_t const perSeq = int64_t(s.S) * ceilDiv(s.S, 4);
-        int64_t const pairs = perSeq > o.budget.typicalPairs ? o.budget.largePairs : o.budget.typicalPairs;
-        int32_t const maxB = int32_t(std::max<int64_t>(
-            1, std::min<int64_t>({16, pairs / std::max<int64_t>(perSeq, 1), o.budget.maxRows / s.S})));
-        s.B = *rc::gen::weightedOneOf<int32_t>(
-            {{8, rc::gen::inRange<int32_t>(1, std::min(3, maxB) + 1)}, {2, rc::gen::inRange<int32_t>(1, maxB + 1)}});
-        s.ctx = *genContextLengths(s.B, s.S);
-        s.act = *genActSpec(o.tieBias, o.allowPoison);
-        s.hasPool = o.pool;
-        if (o.pool)
-            s.pool = *genPoolSpec(o.hostilePool, int64_t(s.B) * s.S);
-        return s;
-    });
+    auto wantB = weightedGen<int32_t>({{8, rc::gen::inRange<int32_t>(1, 4)}, {2, rc::gen::inRange<int32_t>(1, 17)}});
+    auto kinds = rc::gen::container<std::vector<CtxKind>>(16, genCtxKind());
+    return rc::gen::map(rc::gen::tuple(genSeqLen(o.budget), wantB, kinds, genActSpec(o.tieBias, o.allowPoison),
+                                       genPoolSpec(o.hostilePool, 0)),
+                        [o](std::tuple<int32_t, int32_t, std::vector<CtxKind>, ActSpec, PoolSpec> const& t) {
+                            PrefillSpec s;
+                            s.S = std::get<0>(t);
+                            int64_t const perSeq = int64_t(s.S) * ceilDiv(s.S, 4);
+                            int64_t const pairs =
+                                perSeq > o.budget.typicalPairs ? o.budget.largePairs : o.budget.typicalPairs;
+                            int64_t const maxB =
+                                std::max<int64_t>(1, std::min<int64_t>(pairs / perSeq, o.budget.maxRows / s.S));
+                            s.B = int32_t(std::min<int64_t>(std::get<1>(t), maxB));
+                            for (int32_t b = 0; b < s.B; ++b)
+                                s.ctx.push_back(std::get<2>(t)[b].at(s.S));
+                            s.act = std::get<3>(t);
+                            s.hasPool = o.pool;
+                            if (o.pool) {
+                                s.pool = std::get<4>(t);
+                                fitPool(s.pool, int64_t(s.B) * s.S);
+                            }
+                            return s;
+                        });
 }
 
 rc::Gen<DecodeChainSpec> genDecodeChainSpec(int32_t maxL, int32_t maxSteps, bool tieBias, bool hostile) {
-    return rc::gen::exec([=] {
-        DecodeChainSpec s;
-        s.B = *rc::gen::weightedOneOf<int32_t>(
-            {{4, rc::gen::inRange<int32_t>(1, 3)}, {1, rc::gen::inRange<int32_t>(1, 9)}});
-        auto oneL = rc::gen::weightedOneOf<int32_t>(
-            {{3, rc::gen::inRange<int32_t>(0, std::min(maxL, 40) + 1)},
-             {1, rc::gen::inRange<int32_t>(0, maxL + 1)},
-             {1, rc::gen::map(rc::gen::inRange<int32_t>(0, maxL / 128 + 1),
-                              [maxL](int32_t k) { return std::max(0, std::min(maxL, k * 128 - 1)); })}});
-        s.L = *rc::gen::container<std::vector<int32_t>>(size_t(s.B), oneL);
-        s.steps = *rc::gen::inRange<int32_t>(1, maxSteps + 1);
-        s.act = *genActSpec(tieBias, false);
-        int32_t const maxTokens = *std::max_element(s.L.begin(), s.L.end()) + s.steps;
-        s.pool = *genPoolSpec(hostile, int64_t(s.B) * maxTokens);
-        s.splitCounters = *rc::gen::weightedElement<bool>({{3, true}, {1, false}});
-        s.extraBlocks = *rc::gen::inRange<int32_t>(0, 3);
-        return s;
-    });
+    auto B = weightedGen<int32_t>({{4, rc::gen::inRange<int32_t>(1, 3)}, {1, rc::gen::inRange<int32_t>(1, 9)}});
+    auto oneL = weightedGen<int32_t>({{3, rc::gen::inRange<int32_t>(0, std::min(maxL, 40) + 1)},
+                                      {1, rc::gen::inRange<int32_t>(0, maxL + 1)},
+                                      {1, rc::gen::map(rc::gen::inRange<int32_t>(0, maxL / 128 + 1), [maxL](int32_t k) {
+                                           return std::max(0, std::min(maxL, k * 128 - 1));
+                                       })}});
+    auto L = rc::gen::container<std::vector<int32_t>>(8, oneL);
+    auto extras = rc::gen::tuple(weighted<bool>({{3, true}, {1, false}}), rc::gen::inRange<int32_t>(0, 3));
+    return rc::gen::map(
+        rc::gen::tuple(B, L, rc::gen::inRange<int32_t>(1, maxSteps + 1), genActSpec(tieBias, false),
+                       genPoolSpec(hostile, 0), extras),
+        [](std::tuple<int32_t, std::vector<int32_t>, int32_t, ActSpec, PoolSpec, std::tuple<bool, int32_t>> const& t) {
+            DecodeChainSpec s;
+            s.B = std::get<0>(t);
+            s.L.assign(std::get<1>(t).begin(), std::get<1>(t).begin() + s.B);
+            s.steps = std::get<2>(t);
+            s.act = std::get<3>(t);
+            s.pool = std::get<4>(t);
+            s.splitCounters = std::get<0>(std::get<5>(t));
+            s.extraBlocks = std::get<1>(std::get<5>(t));
+            fitPool(s.pool, int64_t(s.B) * (*std::max_element(s.L.begin(), s.L.end()) + s.steps));
+            return s;
+        });
 }
 
 // ---- printing -------------------------------------------------------------------------------------

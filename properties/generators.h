@@ -90,10 +90,61 @@ struct SpecOptions {
     Budget budget = defaultBudget();
 };
 
+// Choices that SHRINK towards their first entry (RapidCheck's element/weightedElement/weightedOneOf do not
+// shrink at all), drawn uniformly by weight whatever the RapidCheck size.
+rc::Gen<size_t> uniformIndex(size_t n);
+
+template <typename T>
+rc::Gen<T> weighted(std::vector<std::pair<size_t, T>> pairs) {
+    size_t total = 0;
+    for (auto const& p : pairs)
+        total += p.first;
+    return rc::gen::map(uniformIndex(total), [pairs](size_t k) {
+        for (auto const& p : pairs) {
+            if (k < p.first)
+                return p.second;
+            k -= p.first;
+        }
+        return pairs.back().second;
+    });
+}
+
+template <typename T, typename... Ts>
+rc::Gen<T> pick(T first, Ts... rest) {
+    std::vector<std::pair<size_t, T>> pairs{{1, first}, {1, T(rest)}...};
+    return weighted<T>(std::move(pairs));
+}
+
+template <typename T>
+rc::Gen<T> pickOf(std::vector<T> const& v) {
+    std::vector<std::pair<size_t, T>> pairs;
+    for (T const& x : v)
+        pairs.push_back({1, x});
+    return weighted<T>(std::move(pairs));
+}
+
+// Weighted choice of generators; shrinks towards the first generator, then within the chosen one.
+template <typename T>
+rc::Gen<T> weightedGen(std::vector<std::pair<size_t, rc::Gen<T>>> pairs) {
+    size_t total = 0;
+    for (auto const& p : pairs)
+        total += p.first;
+    return rc::gen::mapcat(uniformIndex(total), [pairs](size_t k) {
+        for (auto const& p : pairs) {
+            if (k < p.first)
+                return p.second;
+            k -= p.first;
+        }
+        return pairs.back().second;
+    });
+}
+
 rc::Gen<int32_t> genSeqLen(Budget const& b);
 rc::Gen<std::vector<int32_t>> genContextLengths(int32_t B, int32_t S);
 rc::Gen<ActSpec> genActSpec(bool tieBias, bool allowPoison);
 rc::Gen<PoolSpec> genPoolSpec(bool hostile, int64_t tokensTotal);
+// Large pools (tokensTotal > 16384) get one head and the narrowest tail geometry.
+void fitPool(PoolSpec& p, int64_t tokensTotal);
 rc::Gen<PrefillSpec> genPrefillSpec(SpecOptions const& o);
 // minL/maxL bound the prefill lengths; steps in [1, maxSteps].
 rc::Gen<DecodeChainSpec> genDecodeChainSpec(int32_t maxL, int32_t maxSteps, bool tieBias, bool hostile);

@@ -20,10 +20,10 @@ std::string prefillLayout(ref::PrefillCase const& c, std::vector<int32_t> const&
     return "";
 }
 
-QSA_PROP(Layout, PrefillRowsObeyK4, 40) {
+QSA_PROP(Layout, PrefillRowsObeyK4, 100) {
     SpecOptions o;
     o.tieBias = *rc::gen::arbitrary<bool>();
-    o.pool = *rc::gen::weightedElement<bool>({{3, false}, {1, true}});
+    o.pool = *weighted<bool>({{3, false}, {1, true}});
     PrefillSpec const spec = *genPrefillSpec(o);
     ref::PrefillCase const c = toCase(spec);
     Capture cap("layout", describe(spec));
@@ -31,7 +31,7 @@ QSA_PROP(Layout, PrefillRowsObeyK4, 40) {
     QSA_REQUIRE_EMPTY(prefillLayout(c, runImplPrefill(c).outIdx));
 }
 
-QSA_PROP(Layout, DecodeRowsObeyK4, 30) {
+QSA_PROP(Layout, DecodeRowsObeyK4, 50) {
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 600, 5, true, false);
     Chain ch = makeChain(spec);
     Capture cap("layout", describe(spec));

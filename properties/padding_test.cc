@@ -11,7 +11,7 @@ namespace qsa {
 namespace prop {
 namespace {
 
-QSA_PROP(Padding, PaddedRowsAllMinusOneAndPoisonIgnored, 40) {
+QSA_PROP(Padding, PaddedRowsAllMinusOneAndPoisonIgnored, 80) {
     SpecOptions o;
     o.allowPoison = false;
     o.pool = *rc::gen::arbitrary<bool>();
@@ -37,15 +37,15 @@ QSA_PROP(Padding, PaddedRowsAllMinusOneAndPoisonIgnored, 40) {
         QSA_REQUIRE_EMPTY(diffPool(a.pool, c.pool, clean.pool.dims, "pool, poisoned vs clean padding"));
 }
 
-QSA_PROP(Padding, ContextLengthsOutsideRangeActClamped, 25) {
+QSA_PROP(Padding, ContextLengthsOutsideRangeActClamped, 40) {
     PrefillSpec const spec = *genPrefillSpec(SpecOptions{});
     ref::PrefillCase const c = toCase(spec);
     ref::PrefillCase wild = c;
     for (int32_t& ctx : wild.contextLengths) {
         if (ctx == 0)
-            ctx = -*rc::gen::element<int32_t>(1, 4, 1 << 30);
+            ctx = -*pick<int32_t>(1, 4, 1 << 30);
         else if (ctx == c.seqLen)
-            ctx = c.seqLen + *rc::gen::element<int32_t>(1, 4, 129, 1 << 30);
+            ctx = c.seqLen + *pick<int32_t>(1, 4, 129, 1 << 30);
     }
     Capture cap("padding", describe(spec));
     cap.add(wild);
@@ -53,7 +53,7 @@ QSA_PROP(Padding, ContextLengthsOutsideRangeActClamped, 25) {
         diffOutIdx(runImplPrefill(wild).outIdx, runImplPrefill(c).outIdx, c.seqLen, "wild ctx vs clamped ctx"));
 }
 
-QSA_PROP(Padding, InvalidDecodeRowsAreInert, 30) {
+QSA_PROP(Padding, InvalidDecodeRowsAreInert, 40) {
     DecodeChainSpec spec = *genDecodeChainSpec(implOnGpu() ? 700 : 200, 3, false, false);
     spec.B = std::max(spec.B, 2);
     spec.L.resize(spec.B, 5);
@@ -64,7 +64,7 @@ QSA_PROP(Padding, InvalidDecodeRowsAreInert, 30) {
     d.pool.data = pool;
     int32_t const bad = *rc::gen::inRange<int32_t>(0, spec.B);
     ref::DecodeCase inv = d;
-    inv.contextLengths[bad] = *rc::gen::element<int32_t>(0, -1, -1000, 4 * d.maxBlocks + 1, 4 * d.maxBlocks + 4);
+    inv.contextLengths[bad] = *pick<int32_t>(0, -1, -1000, 4 * d.maxBlocks + 1, 4 * d.maxBlocks + 4);
     RC_LOG() << "invalid row b=" << bad << " ctx=" << inv.contextLengths[bad] << " maxBlocks=" << d.maxBlocks << "\n";
     cap.add(inv);
     DecodeOut const got = runImplDecode(inv);

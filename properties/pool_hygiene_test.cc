@@ -10,10 +10,10 @@ namespace qsa {
 namespace prop {
 namespace {
 
-QSA_PROP(PoolHygiene, PrefillTouchesOnlyContractCells, 40) {
+QSA_PROP(PoolHygiene, PrefillTouchesOnlyContractCells, 100) {
     SpecOptions o;
     o.pool = true;
-    o.hostilePool = *rc::gen::weightedElement<bool>({{1, false}, {3, true}});
+    o.hostilePool = *weighted<bool>({{1, false}, {3, true}});
     PrefillSpec const spec = *genPrefillSpec(o);
     ref::PrefillCase const c = toCase(spec);
     Capture cap("pool_hygiene", describe(spec));
@@ -22,8 +22,8 @@ QSA_PROP(PoolHygiene, PrefillTouchesOnlyContractCells, 40) {
     QSA_REQUIRE_EMPTY(checkCellPlan(prefillCellPlan(c), c.pool.data, got.pool, c.pool.dims, c.dtype));
 }
 
-QSA_PROP(PoolHygiene, DecodeTouchesOnlyContractCells, 30) {
-    bool const hostile = *rc::gen::weightedElement<bool>({{1, false}, {3, true}});
+QSA_PROP(PoolHygiene, DecodeTouchesOnlyContractCells, 60) {
+    bool const hostile = *weighted<bool>({{1, false}, {3, true}});
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 1100 : 300, 6, false, hostile);
     Chain ch = makeChain(spec);
     Capture cap("pool_hygiene", describe(spec));

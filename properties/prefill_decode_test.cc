@@ -42,12 +42,12 @@ void checkChain(DecodeChainSpec const& spec) {
     QSA_REQUIRE_EMPTY(diffLiveCells(ch.prefillFull.pool, totals, pool, full.pool));
 }
 
-QSA_PROP(PrefillDecode, StepsMatchPrefillRows, 30) {
+QSA_PROP(PrefillDecode, StepsMatchPrefillRows, 60) {
     checkChain(*genDecodeChainSpec(implOnGpu() ? 1100 : 300, 9, true, false));
 }
 
 // nVis > 512 at every step, with heavy ties so that the 512th and 513th blocks share a logit.
-QSA_PROP(PrefillDecode, TiesAtTheSelectionThreshold, 4) {
+QSA_PROP(PrefillDecode, TiesAtTheSelectionThreshold, 6) {
     DecodeChainSpec spec;
     spec.B = *rc::gen::inRange<int32_t>(1, implOnGpu() ? 4 : 2);
     spec.L = *rc::gen::container<std::vector<int32_t>>(size_t(spec.B), rc::gen::inRange<int32_t>(2045, 2062));

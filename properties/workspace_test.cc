@@ -31,11 +31,10 @@ std::string throwsRuntimeError(Fn fn, std::vector<std::string> const& mentions, 
     return what + ": did not throw";
 }
 
-QSA_PROP(Workspace, SizesFollowSection6, 200) {
+QSA_PROP(Workspace, SizesFollowSection6, 500) {
     int32_t const B = *rc::gen::inRange<int32_t>(1, 65);
-    int32_t const S = *rc::gen::weightedOneOf<int32_t>(
-        {{3, rc::gen::inRange<int32_t>(1, 9000)},
-         {1, rc::gen::element<int32_t>(1, 4, 5, 2048, 2049, 4096, 8192, 16384, 65536)}});
+    int32_t const S = *weightedGen<int32_t>(
+        {{3, rc::gen::inRange<int32_t>(1, 9000)}, {1, pick<int32_t>(1, 4, 5, 2048, 2049, 4096, 8192, 16384, 65536)}});
     size_t const size = prefillWorkspaceSize(B, S);
     size_t const nonCub = ref::prefillWorkspaceBytes(B, S, 0) - kMiB; // every slot but CUB's
     RC_LOG() << "B=" << B << " S=" << S << " size=" << size << " non-CUB slots=" << nonCub << "\n";
@@ -51,7 +50,7 @@ QSA_PROP(Workspace, SizesFollowSection6, 200) {
 }
 
 QSA_PROP(Workspace, SizeFunctionsRejectNonPositive, 20) {
-    int32_t const bad = *rc::gen::element<int32_t>(0, -1, INT32_MIN);
+    int32_t const bad = *pick<int32_t>(0, -1, INT32_MIN);
     int32_t const good = *rc::gen::inRange<int32_t>(1, 100);
     QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { prefillWorkspaceSize(bad, good); }, {}, "prefill size, batchSize"));
     QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { prefillWorkspaceSize(good, bad); }, {}, "prefill size, maxSeqLen"));
@@ -63,32 +62,36 @@ QSA_PROP(Workspace, SizeFunctionsRejectNonPositive, 20) {
 QSA_PROP(Workspace, LargerWorkspaceServesSmallerS, 20) {
     PrefillSpec const spec = *genPrefillSpec(SpecOptions{});
     ref::PrefillCase const c = toCase(spec);
-    int32_t const maxS = spec.S + *rc::gen::element<int32_t>(0, 1, 3, 100, 2000);
+    int32_t const maxS = spec.S + *pick<int32_t>(0, 1, 3, 100, 300);
     RunOptions big;
-    big.workspaceBytes = prefillWorkspaceSize(spec.B, maxS) + *rc::gen::element<size_t>(0, 1, 128, 4096);
+    big.workspaceBytes = prefillWorkspaceSize(spec.B, maxS) + *pick<size_t>(0, 1, 128, 4096);
     Capture cap("workspace", describe(spec));
     cap.add(c);
     QSA_REQUIRE_EMPTY(
         diffOutIdx(runImplPrefill(c, big).outIdx, runImplPrefill(c).outIdx, c.seqLen, "big vs exact workspace"));
 }
 
-QSA_PROP(Workspace, UndersizedOrMisalignedThrows, 40) {
+QSA_PROP(Workspace, UndersizedOrMisalignedThrows, 60) {
     PrefillSpec spec = *genPrefillSpec(SpecOptions{});
     ref::PrefillCase const c = toCase(spec);
     size_t const need = prefillWorkspaceSize(c.batchSize, c.seqLen);
     RunOptions under;
-    under.workspaceBytes = need - *rc::gen::weightedOneOf<size_t>({{3, rc::gen::element<size_t>(1, 2, 127, 128)},
-                                                                   {1, rc::gen::inRange<size_t>(1, need)}});
-    RunOptions misaligned;
-    misaligned.workspaceMisalign = *rc::gen::inRange<size_t>(1, 128);
-    RC_LOG() << describe(spec) << " need=" << need << " given=" << under.workspaceBytes
-             << " misalign=" << misaligned.workspaceMisalign << "\n";
+    under.workspaceBytes =
+        need - *weightedGen<size_t>({{3, pick<size_t>(1, 2, 127, 128)}, {1, rc::gen::inRange<size_t>(1, need)}});
+    // Every power-of-two misalignment below 128 (an alignment check modulo 64 or 16 passes all but a few),
+    // plus one drawn at random.
+    std::vector<size_t> misalignments = {64, 32, 16, 8, 4, 2, 1, 96};
+    misalignments.push_back(*rc::gen::inRange<size_t>(1, 128));
+    RC_LOG() << describe(spec) << " need=" << need << " given=" << under.workspaceBytes << "\n";
     QSA_REQUIRE_EMPTY(throwsRuntimeError(
         [&] { runImplPrefill(c, under); },
         {"runQsaIndexerPrefill", std::to_string(under.workspaceBytes), std::to_string(need)}, "undersized prefill"));
-    QSA_REQUIRE_EMPTY(
-        throwsRuntimeError([&] { runImplPrefill(c, misaligned); }, {"runQsaIndexerPrefill"},
-                           "misaligned prefill (+" + std::to_string(misaligned.workspaceMisalign) + " bytes)"));
+    for (size_t m : misalignments) {
+        RunOptions misaligned;
+        misaligned.workspaceMisalign = m;
+        QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { runImplPrefill(c, misaligned); }, {"runQsaIndexerPrefill"},
+                                             "misaligned prefill workspace (+" + std::to_string(m) + " bytes)"));
+    }
 
     DecodeChainSpec const ds = *genDecodeChainSpec(40, 1, false, false);
     Chain ch = makeChain(ds);
@@ -100,9 +103,12 @@ QSA_PROP(Workspace, UndersizedOrMisalignedThrows, 40) {
     QSA_REQUIRE_EMPTY(throwsRuntimeError(
         [&] { runImplDecode(d, dunder); },
         {"runQsaIndexerDecode", std::to_string(dunder.workspaceBytes), std::to_string(dneed)}, "undersized decode"));
-    QSA_REQUIRE_EMPTY(
-        throwsRuntimeError([&] { runImplDecode(d, misaligned); }, {"runQsaIndexerDecode"},
-                           "misaligned decode (+" + std::to_string(misaligned.workspaceMisalign) + " bytes)"));
+    for (size_t m : misalignments) {
+        RunOptions misaligned;
+        misaligned.workspaceMisalign = m;
+        QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { runImplDecode(d, misaligned); }, {"runQsaIndexerDecode"},
+                                             "misaligned decode workspace (+" + std::to_string(m) + " bytes)"));
+    }
 }
 
 QSA_PROP(Workspace, InvalidPoolStatesThrow, 30) {
@@ -115,19 +121,19 @@ QSA_PROP(Workspace, InvalidPoolStatesThrow, 30) {
     auto breakDims = [which](ref::PoolDims& dims) {
         switch (which) {
         case 0:
-            dims.numPages = *rc::gen::element<int32_t>(0, -1);
+            dims.numPages = *pick<int32_t>(0, -1);
             break;
         case 1:
-            dims.numKVHeads = *rc::gen::element<int32_t>(0, -3);
+            dims.numKVHeads = *pick<int32_t>(0, -3);
             break;
         case 2:
-            dims.headSize = *rc::gen::element<int32_t>(0, -128);
+            dims.headSize = *pick<int32_t>(0, -128);
             break;
         case 3:
             dims.poolHeadDim = dims.headSize + *rc::gen::inRange<int32_t>(0, 128);
             break;
         default:
-            dims.maxPagesPerSeq = *rc::gen::element<int32_t>(0, -1);
+            dims.maxPagesPerSeq = *pick<int32_t>(0, -1);
             break;
         }
     };
