@@ -20,7 +20,7 @@ __global__ void __launch_bounds__(160)
     int const lane = threadIdx.x & 31;
     int const warp = threadIdx.x >> 5;
     int64_t const ctx = contextLengths[b];
-    bool const valid = ctx >= 1 && (ctx + 3) / 4 <= maxBlocks;
+    bool const valid = ctx >= 1 && (QSA_MUTANT(35) || (ctx + 3) / 4 <= maxBlocks);
     T const* row = indexQk + b * kQkWidth;
     if (warp < kHeads) {
         T* out = qNormed + (b * kHeads + warp) * kDim;
@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(160)
         float sq[4], xo[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            sq[i] = TypeOps<T>::toFloat(x[4 * lane + i]);
+            sq[i] = TypeOps<T>::toFloat(x[4 * lane + (QSA_MUTANT(31) ? 3 - i : i)]);
             xo[i] = TypeOps<T>::toFloat(x[lane + 32 * i]);
         }
         normRopeStoreWarp(out, sq, xo, wQ, rmsEps, cosSin, ctx - 1, lane);
@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(160)
     uint16_t const* k16 = reinterpret_cast<uint16_t const*>(row + kRawKCol);
     if (ctx % 4 != 0) {
         // The new token's raw k, bit-unmodified, to its K-tail.
-        int64_t const off = poolTailOffset(pool, b, 0, ctx - 1);
+        int64_t const off = poolTailOffset(pool, b, 0, QSA_MUTANT(26) ? ctx : ctx - 1);
         if (off >= 0) {
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(160)
     T const* kin[4];
 #pragma unroll
     for (int j = 0; j < 3; ++j) {
-        int64_t const off = poolTailOffset(pool, b, 0, tok0 + j);
+        int64_t const off = poolTailOffset(pool, b, 0, tok0 + j + (QSA_MUTANT(30) ? 1 : 0));
         kin[j] = off >= 0 ? reinterpret_cast<T const*>(pool.pool + off) : nullptr;
     }
     kin[3] = row + kRawKCol;
@@ -83,6 +83,7 @@ template <typename T>
 void launchQsaDecodePrep(T* qNormed, T const* indexQk, float const* cosSin, int32_t const* contextLengths, T const* wQ,
                          T const* wK, float rmsEps, QsaIndexerPoolState const& poolState, int32_t batchSize,
                          int32_t maxBlocks, cudaStream_t stream) {
+    QSA_MUTANT_SYNC();
     char const* fn = "launchQsaDecodePrep";
     requirePtr(fn, "qNormed", qNormed);
     requirePtr(fn, "indexQk", indexQk);

@@ -33,6 +33,12 @@ __device__ __forceinline__ float4 unpack4(uint2 v) {
 }
 
 __device__ __forceinline__ float lanePartial(float4 q, float4 k) {
+    if (QSA_MUTANT(32)) {
+        float r = fmaf(q.w, k.w, 0.0f);
+        r = fmaf(q.z, k.z, r);
+        r = fmaf(q.y, k.y, r);
+        return fmaf(q.x, k.x, r);
+    }
     float p = fmaf(q.x, k.x, 0.0f);
     p = fmaf(q.y, k.y, p);
     p = fmaf(q.z, k.z, p);
@@ -151,7 +157,7 @@ __global__ void __launch_bounds__(kTile)
     // ((relu0 + relu1) + relu2) + relu3, then the scale.
 #pragma unroll
     for (int h = 0; h < kHeads; ++h) {
-        acc = __fadd_rn(acc, reluPos(pend[h][3]));
+        acc = __fadd_rn(acc, reluPos(pend[QSA_MUTANT(33) ? kHeads - 1 - h : h][3]));
     }
     logits[b * maxBlocks + g0 + blk] = __fmul_rn(acc, logitScale());
 }
@@ -165,6 +171,7 @@ template <typename T>
 void launchQsaDecodeScores(float* logits, T const* qNormed, int32_t const* contextLengths,
                            QsaIndexerPoolState const& poolState, int32_t batchSize, int32_t maxBlocks,
                            cudaStream_t stream) {
+    QSA_MUTANT_SYNC();
     char const* fn = "launchQsaDecodeScores";
     requirePtr(fn, "logits", logits);
     requirePtr(fn, "qNormed", qNormed);

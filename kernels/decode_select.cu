@@ -26,7 +26,7 @@ __global__ void __launch_bounds__(kThreads)
         }
         return;
     }
-    int const nVis = static_cast<int>(ctx / 4);
+    int const nVis = static_cast<int>(QSA_MUTANT(34) ? (ctx + 3) / 4 : ctx / 4);
     int const tail = static_cast<int>(ctx % 4);
     if (nVis <= kTopK) {
         // Every block selected, in ascending id, then the tail: out[i] = i for i < 4 nVis + tail = ctx.
@@ -79,6 +79,7 @@ using namespace qsa_detail;
 
 void launchQsaDecodeSelect(int32_t* outIdx, float const* logits, int32_t const* contextLengths, int32_t batchSize,
                            int32_t maxBlocks, cudaStream_t stream) {
+    QSA_MUTANT_SYNC();
     char const* fn = "launchQsaDecodeSelect";
     requirePtr(fn, "outIdx", outIdx);
     requirePtr(fn, "logits", logits);

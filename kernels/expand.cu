@@ -15,9 +15,12 @@ __global__ void __launch_bounds__(256)
         int const t = static_cast<int>(r - b * seqLen);
         int const ctx = clampCtx(contextLengths[b], seqLen);
         bool const padded = t >= ctx;
+        if (QSA_MUTANT(23) && padded) {
+            continue;
+        }
         int const nVis = padded ? 0 : (t + 1) / 4;
         int const kSel = min(kTopK, nVis);
-        int const tail = padded ? 0 : (t + 1) % 4;
+        int const tail = padded ? 0 : (QSA_MUTANT(22) ? t : t + 1) % 4;
         int32_t const* sel = sortedIds + (r - rowBegin) * numBlocks;
         int32_t* out = outIdx + r * kWidth;
         for (int p = threadIdx.x; p < kWidth; p += blockDim.x) {
@@ -36,6 +39,7 @@ __global__ void __launch_bounds__(256)
 
 void launchExpandImpl(int32_t* outIdx, int32_t const* sortedIds, int32_t const* contextLengths, int32_t seqLen,
                       int64_t rowBegin, int64_t rowEnd, cudaStream_t stream) {
+    QSA_MUTANT_SYNC();
     if (rowBegin == rowEnd) {
         return;
     }

@@ -33,6 +33,9 @@ __global__ void __launch_bounds__(kThreads)
         int const gBegin = min(nVis, static_cast<int>(threadIdx.x) * chunk);
         int const gEnd = min(nVis, gBegin + chunk);
         auto emit = [&](int pos, int g, uint32_t u) {
+            if (QSA_MUTANT(21)) {
+                pos = min(nVis, kTopK) - 1 - pos; // candidates back to front: ties leave the sort in descending id
+            }
             keysOut[base + pos] = radixKeyToFloat(u);
             idsOut[base + pos] = g;
         };
@@ -55,6 +58,7 @@ __global__ void __launch_bounds__(kThreads)
 
 void launchPrefillSelect(float const* logits, float* keysOut, int32_t* idsOut, int32_t const* contextLengths,
                          int32_t seqLen, int64_t rowBegin, int64_t rowEnd, cudaStream_t stream) {
+    QSA_MUTANT_SYNC();
     if (rowBegin == rowEnd) {
         return;
     }

@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(128)
         float sq[4], xo[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            sq[i] = TypeOps<T>::toFloat(x[4 * lane + i]);
+            sq[i] = TypeOps<T>::toFloat(x[4 * lane + (QSA_MUTANT(1) ? 3 - i : i)]);
             xo[i] = TypeOps<T>::toFloat(x[lane + 32 * i]);
         }
         normRopeStoreWarp(out, sq, xo, wQ, rmsEps, cosSin, t, lane);
@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(128)
         T* out = kbar + (b * numBlocks + g) * kDim;
         int64_t const tok0 = 4 * g;
         // Valid iff the whole block is inside the context and inside this call's rows.
-        bool const valid = tok0 + 3 < ctx && tok0 >= pastLen && tok0 + 3 < total;
+        bool const valid = (QSA_MUTANT(12) || tok0 + 3 < ctx) && tok0 >= pastLen && tok0 + 3 < total;
         if (!valid) {
             storeZeroRowWarp(out, lane);
             continue;
@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(128)
         float sq[4], xo[4];
         compressInputsWarp<T>(k0, k0 + kQkWidth, k0 + 2 * kQkWidth, k0 + 3 * kQkWidth, lane, sq, xo);
         uint16_t bits[4];
-        normRopeBitsWarp<T>(bits, sq, xo, wK, rmsEps, cosSin, tok0, lane);
+        normRopeBitsWarp<T>(bits, sq, xo, wK, rmsEps, cosSin, QSA_MUTANT(11) ? tok0 + 3 : tok0, lane);
         uint16_t* o16 = reinterpret_cast<uint16_t*>(out);
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(128)
     rawKTailScatterKernel(uint16_t const* indexQk, int32_t const* contextLengths, int32_t seqLen, PoolDev pool) {
     int64_t const b = blockIdx.x;
     int const ctx = clampCtx(contextLengths[b], seqLen);
-    for (int t = ctx - ctx % 4; t < ctx; ++t) {
+    for (int t = ctx - ((QSA_MUTANT(13) && ctx >= 4 && ctx % 4 == 0) ? 4 : ctx % 4); t < ctx; ++t) {
         int64_t const off = poolTailOffset(pool, b, 0, t);
         if (off < 0) {
             continue;
@@ -109,6 +109,7 @@ template <typename T, bool kPaged>
 void launchKCompressImpl(char const* fn, T* kbar, T const* indexQk, float const* cosSin, int32_t const* contextLengths,
                          T const* wK, float rmsEps, int32_t batchSize, int32_t seqLen, int32_t numBlocks,
                          int32_t blockBegin, int32_t blockEnd, int32_t pastLen, PoolDev pool, cudaStream_t stream) {
+    QSA_MUTANT_SYNC();
     requirePtr(fn, "kbar", kbar);
     requirePtr(fn, "indexQk", indexQk);
     requirePtr(fn, "cosSin", cosSin);
@@ -140,6 +141,7 @@ using namespace qsa_detail;
 template <typename T>
 void launchQsaQPrep(T* qNormed, T const* indexQk, float const* cosSin, int32_t const* contextLengths, T const* wQ,
                     float rmsEps, int32_t batchSize, int32_t seqLen, cudaStream_t stream) {
+    QSA_MUTANT_SYNC();
     char const* fn = "launchQsaQPrep";
     requirePtr(fn, "qNormed", qNormed);
     requirePtr(fn, "indexQk", indexQk);
@@ -176,6 +178,7 @@ void launchQsaKCompressPaged(T* kbar, T const* indexQk, float const* cosSin, int
 template <typename T>
 void launchQsaRawKTailScatter(T const* indexQk, int32_t const* contextLengths, int32_t batchSize, int32_t seqLen,
                               QsaIndexerPoolState const& poolState, cudaStream_t stream) {
+    QSA_MUTANT_SYNC();
     char const* fn = "launchQsaRawKTailScatter";
     requirePtr(fn, "indexQk", indexQk);
     requirePtr(fn, "contextLengths", contextLengths);

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "kernels/qsaIndexerKernels.h"
+#include "kernels/qsaMutants.h"
 
 namespace trt_edgellm {
 namespace kernel {
@@ -77,7 +78,7 @@ __device__ __forceinline__ uint16_t floatToBits(float f) {
 
 // relu(x) = x > 0 ? x : +0.0 (NaN and -0.0 become +0.0).
 __device__ __forceinline__ float reluPos(float x) {
-    return x > 0.0f ? x : 0.0f;
+    return QSA_MUTANT(17) ? (x < 0.0f ? 0.0f : x) : (x > 0.0f ? x : 0.0f);
 }
 
 __device__ __forceinline__ float logitScale() {
@@ -86,6 +87,12 @@ __device__ __forceinline__ float logitScale() {
 
 // warpSum: for m in 16, 8, 4, 2, 1: p[l] = p[l] + p[l ^ m]. Every lane ends with the same bits.
 __device__ __forceinline__ float warpSum(float p) {
+    if (QSA_MUTANT(3)) {
+        for (int m = 1; m <= 16; m <<= 1) {
+            p = __fadd_rn(p, __shfl_xor_sync(kFull, p, m));
+        }
+        return p;
+    }
 #pragma unroll
     for (int m = 16; m >= 1; m >>= 1) {
         p = __fadd_rn(p, __shfl_xor_sync(kFull, p, m));
@@ -108,18 +115,32 @@ __device__ __forceinline__ void normRopeWarp(float const sq[4], float const xo[4
     float const s = warpSum(partial);
     float const v = fmaf(s, 0.0078125f, rmsEps);
     // 3. correctly rounded 1/sqrt.
-    float const inv = __frsqrt_rn(v);
+    float const inv = QSA_MUTANT(4) ? rsqrtf(v) : __frsqrt_rn(v);
     // 4. y[d] = (x[d] * inv) * (1 + w[d]), three roundings.
     float y[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-        y[j] = __fmul_rn(__fmul_rn(xo[j], inv), __fadd_rn(1.0f, wo[j]));
+        y[j] = QSA_MUTANT(2) ? __fmul_rn(xo[j], __fmul_rn(inv, __fadd_rn(1.0f, wo[j])))
+                             : __fmul_rn(__fmul_rn(xo[j], inv), __fadd_rn(1.0f, wo[j]));
     }
     // 5. neox rope over dims [0, 64): o[i] = fma(y[i], c, -(y[i+32] s)); o[i+32] = fma(y[i+32], c, y[i] s).
-    out[0] = fmaf(y[0], cosv, -__fmul_rn(y[1], sinv));
-    out[1] = fmaf(y[1], cosv, __fmul_rn(y[0], sinv));
+    if (QSA_MUTANT(5)) {
+        out[0] = __fsub_rn(__fmul_rn(y[0], cosv), __fmul_rn(y[1], sinv));
+        out[1] = __fadd_rn(__fmul_rn(y[1], cosv), __fmul_rn(y[0], sinv));
+    } else if (QSA_MUTANT(6)) {
+        out[0] = fmaf(y[0], cosv, __fmul_rn(y[1], sinv));
+        out[1] = fmaf(y[1], cosv, -__fmul_rn(y[0], sinv));
+    } else {
+        out[0] = fmaf(y[0], cosv, -__fmul_rn(y[1], sinv));
+        out[1] = fmaf(y[1], cosv, __fmul_rn(y[0], sinv));
+    }
     out[2] = y[2];
     out[3] = y[3];
+    if (QSA_MUTANT(7)) {
+        out[0] = fmaf(y[0], cosv, -__fmul_rn(y[2], sinv));
+        out[1] = y[1];
+        out[2] = fmaf(y[2], cosv, __fmul_rn(y[0], sinv));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -157,9 +178,10 @@ __device__ __forceinline__ int64_t poolTailOffset(PoolDev const& p, int64_t b, i
     if (slot >= p.maxPagesPerSeq) {
         return -1;
     }
-    int32_t const page = p.pageTable[(b * 2 + plane) * p.maxPagesPerSeq + slot];
+    int32_t const page =
+        p.pageTable[(b * 2 + plane) * p.maxPagesPerSeq + slot] + ((QSA_MUTANT(27) && plane == 1) ? p.numPages : 0);
     int64_t const lo = plane == 0 ? 0 : static_cast<int64_t>(p.numPages);
-    if (page < lo || page >= lo + p.numPages) {
+    if (QSA_MUTANT(28) ? page >= lo + p.numPages : (page < lo || page >= lo + p.numPages)) {
         return -1;
     }
     return ((static_cast<int64_t>(page) * kQSA_TOKENS_PER_PAGE + (token & 127)) * p.numKVHeads) * p.poolHeadDim +

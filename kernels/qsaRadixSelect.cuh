@@ -105,7 +105,9 @@ __device__ __forceinline__ void radixPass(RadixSelectSmem<kThreads>& sm, int shi
             }
         }
     });
-    __syncthreads();
+    if (!QSA_MUTANT(20)) {
+        __syncthreads();
+    }
     for (int d = threadIdx.x; d < 256; d += kThreads) {
         int s = 0;
         for (int w = 0; w < kWarps; ++w) {
@@ -213,12 +215,21 @@ __device__ __forceinline__ void radixSelectEmit(RadixSelectSmem<kThreads>& sm, K
     int gtBefore, eqBefore;
     blockExclusiveScan2<kThreads>(nGt, nEq, gtBefore, eqBefore, sm.warpTot);
     int pos = gtBefore + min(eqBefore, need);
+    if (QSA_MUTANT(18) && sm.eq > need) {
+        eqBefore -= sm.eq - need; // the threshold ties taken from the highest ids
+        pos = gtBefore + min(max(eqBefore, 0), need);
+    }
     int k = 0;
     keys.forEach(chunk, [&](uint32_t u, bool valid) {
         uint32_t const m = u & mask;
         bool take = valid && m > prefix;
         if (valid && m == prefix) {
             take = eqBefore < need;
+            if (QSA_MUTANT(18)) {
+                take = eqBefore >= 0 && eqBefore < need;
+            } else if (QSA_MUTANT(19)) {
+                take = eqBefore < need && eqBefore < 256;
+            }
             ++eqBefore;
         }
         if (take) {

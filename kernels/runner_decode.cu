@@ -61,7 +61,7 @@ void runQsaIndexerDecode(int32_t* outIdx, T const* indexQk, float const* cosSin,
     launchQsaDecodePrep<T>(qNormed, indexQk, cosSin, contextLengths, wQ, wK, rmsEps, poolState, batchSize, maxBlocks,
                            stream);
     launchQsaDecodeScores<T>(logits, qNormed, contextLengths, poolState, batchSize, maxBlocks, stream);
-    if (splitCounters != nullptr) {
+    if (splitCounters != nullptr && !QSA_MUTANT(29)) {
         launchQsaZeroSplitCounters(splitCounters, batchSize, poolState.numKVHeads, stream);
     }
     launchQsaDecodeSelect(outIdx, logits, contextLengths, batchSize, maxBlocks, stream);

@@ -44,6 +44,9 @@ PrefillLayout prefillLayout(int32_t batchSize, int32_t seqLen) {
     };
     L.qNormed = slot(static_cast<size_t>(rows) * kHeads * kDim * 2);
     L.kbar = slot(static_cast<size_t>(batchSize) * L.numBlocks * kDim * 2);
+    if (QSA_MUTANT(25)) {
+        L.kbar = L.qNormed + alignUp128(static_cast<size_t>(rows) * kDim * 2); // one head's size: overlaps qNormed
+    }
     L.keys = slot(static_cast<size_t>(L.keyElems) * 4);
     L.keysAlt = slot(static_cast<size_t>(L.keyElems) * 4);
     L.values = slot(static_cast<size_t>(L.keyElems) * 4);
@@ -117,7 +120,7 @@ void runQsaIndexerPrefill(int32_t* outIdx, T const* indexQk, float const* cosSin
     }
     int64_t const rows = static_cast<int64_t>(batchSize) * seqLen;
     for (int64_t r0 = 0; r0 < rows; r0 += L.chunkRows) {
-        int64_t const r1 = std::min(rows, r0 + L.chunkRows);
+        int64_t const r1 = std::min(rows, r0 + L.chunkRows - ((QSA_MUTANT(24) && r0 + L.chunkRows < rows) ? 1 : 0));
         launchScoresImpl<T>(fn, keys, nullptr, qNormed, kbar, contextLengths, batchSize, seqLen, r0, r1,
                             /*writeInvisible=*/false, stream);
         launchPrefillSelect(keys, keysAlt, valuesAlt, contextLengths, seqLen, r0, r1, stream);

@@ -49,6 +49,12 @@ __device__ __forceinline__ void stageRows(float4* dst, T const* src, int64_t src
 }
 
 __device__ __forceinline__ float lanePartial(float4 q, float4 k) {
+    if (QSA_MUTANT(14)) {
+        float r = fmaf(q.w, k.w, 0.0f);
+        r = fmaf(q.z, k.z, r);
+        r = fmaf(q.y, k.y, r);
+        return fmaf(q.x, k.x, r);
+    }
     float p = fmaf(q.x, k.x, 0.0f); // partial[l] starts at +0.0
     p = fmaf(q.y, k.y, p);
     p = fmaf(q.z, k.z, p);
@@ -109,8 +115,8 @@ __global__ void __launch_bounds__(kThreads)
         for (int h = 0; h < kHeads; ++h) {
             __syncthreads();                        // previous head's readers of qs are done
             int const qValid = max(0, tVisHi - t0); // padded rows (t >= ctx) are never read
-            stageRows(qs, qNormed + ((seqRow0 + t0) * kHeads + h) * kDim, static_cast<int64_t>(kHeads) * kDim,
-                      kTileRows, qValid);
+            stageRows(qs, qNormed + ((seqRow0 + t0) * kHeads + (QSA_MUTANT(15) ? kHeads - 1 - h : h)) * kDim,
+                      static_cast<int64_t>(kHeads) * kDim, kTileRows, qValid);
             __syncthreads();
 
             float pend[4][4][4]; // pending tree values per (row, block) and level
@@ -191,7 +197,7 @@ __global__ void __launch_bounds__(kThreads)
             if (t < tLo || t >= tHi) {
                 continue;
             }
-            int const nVis = t < ctx ? (t + 1) / 4 : 0;
+            int const nVis = t < ctx ? (QSA_MUTANT(16) ? t + 2 : t + 1) / 4 : 0;
             int64_t const base = (seqRow0 + t - rowBegin) * numBlocks;
 #pragma unroll
             for (int jc = 0; jc < 4; ++jc) {
@@ -218,6 +224,7 @@ template <typename T>
 void launchScoresImpl(char const* fn, float* logits, int32_t* ids, T const* qNormed, T const* kbar,
                       int32_t const* contextLengths, int32_t batchSize, int32_t seqLen, int64_t rowBegin,
                       int64_t rowEnd, bool writeInvisible, cudaStream_t stream) {
+    QSA_MUTANT_SYNC();
     if (rowBegin == rowEnd) {
         return;
     }

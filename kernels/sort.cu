@@ -106,6 +106,7 @@ int32_t const* sortChunkSelected(float* keys, float* keysAlt, int32_t* values, i
 using namespace qsa_detail;
 
 void launchQsaIdsFill(int32_t* ids, int32_t numRows, int32_t numBlocks, cudaStream_t stream) {
+    QSA_MUTANT_SYNC();
     char const* fn = "launchQsaIdsFill";
     requirePtr(fn, "ids", ids);
     requirePositive(fn, "numRows", numRows);
