@@ -219,6 +219,26 @@ TEST(GoldenPrefill, BlockMeanIsCastToTBeforeNormRope) {
     }
 }
 
+TEST(GoldenPrefill, SumOfSquaresFmaChainSeenThroughBf16Subnormals) {
+    // bf16, S = ctx = 1; every q head: dims 4l..4l+3 = [0, 0, 1.5 * 2^-75 (0x1A40), 1.5 * 2^-74 (0x1AC0)].
+    // With u = 2^-149 (the smallest float subnormal), lane l's chain: fma(0,0,0) twice = +0;
+    // fma(a, a, 0) with a^2 = 2.25 * 2^-150 = 1.125u -> u; fma(b, b, u) with b^2 = 2.25 * 2^-148 = 4.5u:
+    // u + 4.5u = 5.5u is a tie -> even 6u. 32 equal lanes: s = 192u (exact). v = fma(192u, 2^-7, 0) =
+    // RN(1.5u) = 2u (tie -> even) = 2^-148; inv = 2^74 exactly. y = x * 2^74 * (1 + 0): a -> 0.75 (0x3F40),
+    // b -> 1.5 (0x3FC0), 0 -> +0; rope with c = 1, s = 0 keeps them.
+    // (A product then a sum rounds b^2 = 4.5u to 4u (tie -> even) and gives 5u per lane, s = 160u,
+    // v = RN(1.25u) = u, inv = 2^74.5: every nonzero output would differ.)
+    PrefillCase c = test::blankPrefill(DType::kBf16, 1, 1, {1}, 0x0000);
+    for (int e = 0; e < 512; ++e) {
+        c.indexQk[e] = e % 4 == 2 ? 0x1A40 : (e % 4 == 3 ? 0x1AC0 : 0x0000);
+    }
+    PrefillResult const r = runPrefill(c);
+    for (int e = 0; e < 512; ++e) {
+        ASSERT_EQ(r.qNormed[e], e % 4 == 2 ? 0x3F40 : (e % 4 == 3 ? 0x3FC0 : 0x0000)) << e;
+    }
+    EXPECT_EQ(rowVec(r.outIdx, 0), rowOf({0}));
+}
+
 TEST(GoldenScores, NegativeZeroDotGivesPositiveZeroLogit) {
     // bf16, S = ctx = 4: row 3 sees block 0. qNormed of row 3 = -2^-75 (0x9A00), kbar = 2^-75 (0x1A00).
     // Each product is -2^-150, half the smallest subnormal: fma(q, k, +0) = RN(-2^-150) = -0.0 (tie, even),
@@ -344,6 +364,22 @@ TEST(GoldenDecode, DroppedVTailWriteReadsZero) {
     EXPECT_EQ(rowVec(r.outIdx, 0), rowOf({0, 1, 2, 3}));
     EXPECT_TRUE(r.poolAfter == c.pool.data);
     EXPECT_TRUE(r.splitCountersAfter.empty());
+}
+
+TEST(GoldenDecode, NegativeZeroDotGivesPositiveZeroLogitInB2) {
+    // B2 alone, bf16, ctx 4: qNormed = -2^-75 (0x9A00), the V-tail of token 0 = 2^-75 (0x1A00): as in
+    // GoldenScores.NegativeZeroDotGivesPositiveZeroLogit every dot is -0.0 and the logit is +0.0 (bits 0).
+    HostPool p = smallPool(1);
+    for (int d = 0; d < 128; ++d) {
+        p.data[cell(4, 0, 128 + d)] = 0x1A00;
+    }
+    std::vector<uint16_t> q(512, 0x9A00);
+    std::vector<float> logits(2, 7.0f);
+    int32_t const ctx = 4;
+    PoolView const view{p.data.data(), p.pageTable.data(), p.dims};
+    decodeScores(DType::kBf16, logits.data(), q.data(), &ctx, view, 1, 2);
+    EXPECT_EQ(test::bitsOfFloat(logits[0]), 0u);
+    EXPECT_EQ(logits[1], 7.0f); // only the valid prefix ctx / 4 = 1 is written
 }
 
 TEST(GoldenDecode, RowBeyondMaxBlocksIsInvalid) {
