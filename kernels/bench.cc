@@ -126,6 +126,7 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
     qsa::bench::fillCosSin(cs, S, st);
     std::vector<int32_t> hctx(B, S);
     ck(cudaMemcpy(ctx, hctx.data(), B * 4, cudaMemcpyHostToDevice), "ctx");
+    ck(cudaDeviceSynchronize(), "sync");  // the legacy-stream copies do not order with the non-blocking stream
     size_t wsBytes = kn::getQsaIndexerWorkspaceSize(B, S);
     auto* ws = dalloc<char>(wsBytes);
     T const* tq = reinterpret_cast<T const*>(qk);
@@ -245,6 +246,7 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
     qsa::bench::fillCosSin(cs, ctxLen, st);
     std::vector<int32_t> hctx(B, ctxLen);
     ck(cudaMemcpy(ctx, hctx.data(), B * 4, cudaMemcpyHostToDevice), "ctx");
+    ck(cudaDeviceSynchronize(), "sync");  // the legacy-stream copies do not order with the non-blocking stream
     size_t wsBytes = kn::getQsaIndexerDecodeWorkspaceSize(B, maxBlocks);
     auto* ws = dalloc<char>(wsBytes);
     T const* tq = reinterpret_cast<T const*>(qk);

@@ -2,6 +2,7 @@
 // (contract sections 5-7): outIdx, the pool after the run (paged variant + raw-k tail scatter), outIdx
 // identical with and without a pool, workspace size and independence from its contents, determinism,
 // chunking by Rc, S up to 8192 with B up to 8, and S = 65536 on sampled rows.
+#include "kernels/test_cub_query.h"
 #include "kernels/test_helper.h"
 
 namespace qsa {
@@ -37,14 +38,19 @@ void checkCase(DType dt, PrefillSpec const& s, bool withPool, Pages pages = Page
 }
 
 TEST(PrefillWorkspace, SizeMatchesReferenceFormula) {
+    // Section 6 with CUB's own query for one chunk of Rc rows x MB. The runner sorts over a DoubleBuffer
+    // (issue 4), so the query is the DoubleBuffer form (test_cub_query.cu, written here); the public
+    // getQsaSortTempBytes answers for the launcher that keeps its inputs, a different CUB call.
     for (auto bs : std::vector<std::pair<int, int>>{{1, 1}, {1, 9}, {13, 9}, {3, 2053}, {8, 4096}, {1, 8192},
              {8, 8192}, {1, 32768}, {1, 65536}, {2, 65536}, {64, 1000}}) {
         int32_t B = bs.first, S = bs.second, MB = (S + 3) / 4;
         int64_t rc = ref::prefillChunkRows(B, S);
-        size_t cub = kn::getQsaSortTempBytes(static_cast<int32_t>(rc), MB);
+        size_t cub = cubDoubleBufferSortQuery(static_cast<int32_t>(rc), MB);
         size_t expect = ref::prefillWorkspaceBytes(B, S, cub);
         EXPECT_EQ(kn::getQsaIndexerWorkspaceSize(B, S), expect)
-            << "B=" << B << " S=" << S << " Rc=" << rc << " MB=" << MB << " cubQuery=" << cub;
+            << "B=" << B << " S=" << S << " Rc=" << rc << " MB=" << MB << " cubQuery(DoubleBuffer)=" << cub
+            << " getQsaSortTempBytes(Rc, MB)=" << kn::getQsaSortTempBytes(static_cast<int32_t>(rc), MB)
+            << " formula with it=" << ref::prefillWorkspaceBytes(B, S, kn::getQsaSortTempBytes(int32_t(rc), MB));
     }
 }
 
@@ -125,11 +131,11 @@ TYPED_TEST(PrefillTest, ChunkBoundariesInsideSequences) {
 }
 
 TYPED_TEST(PrefillTest, LargeBatch8Seq8192) {
-    // B = 8, S = 8192 (Rc = 4096: 16 chunks); contexts chosen so that the reference stays fast.
+    // B = 8, S = 8192 (Rc = 4096: 16 chunks, boundaries at every half sequence).
     PrefillSpec s;
     s.B = 8;
     s.S = 8192;
-    s.ctx = {8192, 0, 2053, 1, 8191, 300, 4097, 5};
+    s.ctx = {8192, 8191, 8190, 8189, 6000, 4097, 2053, 0};
     s.seed = 400;
     checkCase<typename TypeParam::T>(TypeParam::kDt, s, false);
 }

@@ -84,11 +84,14 @@ public:
     size_t size() const { return n_; }
     size_t bytes() const { return n_ * sizeof(E); }
 
-    // Host -> device; the host vector's bytes must equal the buffer's.
+    // Host -> device; the host vector's bytes must equal the buffer's. cudaMemcpy from pageable memory and
+    // cudaMemset may return before the device write is done, and they run on the legacy stream, which does
+    // not order with the non-blocking streams the tests launch on: every fill ends with a device sync.
     template <typename X>
     void upload(std::vector<X> const& host) {
         if (host.size() * sizeof(X) != bytes()) throw std::runtime_error("DevBuf::upload: size mismatch");
         KT_CUDA(cudaMemcpy(ptr_, host.data(), bytes(), cudaMemcpyHostToDevice));
+        KT_CUDA(cudaDeviceSynchronize());
     }
     template <typename X = E>
     std::vector<X> download() const {
@@ -97,7 +100,10 @@ public:
         KT_CUDA(cudaMemcpy(h.data(), ptr_, bytes(), cudaMemcpyDeviceToHost));
         return h;
     }
-    void fillBytes(int byte) { KT_CUDA(cudaMemset(ptr_, byte, bytes() > 0 ? bytes() : 1)); }
+    void fillBytes(int byte) {
+        KT_CUDA(cudaMemset(ptr_, byte, bytes() > 0 ? bytes() : 1));
+        KT_CUDA(cudaDeviceSynchronize());
+    }
 
 private:
     void release() {
