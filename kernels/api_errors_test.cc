@@ -12,16 +12,18 @@ namespace {
 // Expects fn() to throw std::runtime_error whose message contains every string of `all` and at least
 // one of `any` (when non-empty).
 void expectThrows(std::string const& label, std::function<void()> const& fn, std::vector<std::string> const& all,
-    std::vector<std::string> const& any = {}) {
+                  std::vector<std::string> const& any = {}) {
     SCOPED_TRACE(label);
     try {
         fn();
     } catch (std::runtime_error const& e) {
         std::string msg = e.what();
-        for (auto const& s : all) EXPECT_NE(msg.find(s), std::string::npos) << "message lacks '" << s << "': " << msg;
+        for (auto const& s : all)
+            EXPECT_NE(msg.find(s), std::string::npos) << "message lacks '" << s << "': " << msg;
         if (!any.empty()) {
             bool found = false;
-            for (auto const& s : any) found = found || msg.find(s) != std::string::npos;
+            for (auto const& s : any)
+                found = found || msg.find(s) != std::string::npos;
             EXPECT_TRUE(found) << "message names none of the expected arguments: " << msg;
         }
         return;
@@ -77,7 +79,7 @@ struct PrefillArgs {
 
 void callPrefill(PrefillArgs const& a) {
     kn::runQsaIndexerPrefill<T>(a.outIdx, a.indexQk, a.cosSin, a.contextLengths, a.wQ, a.wK, 1e-6f, a.workspace,
-        a.workspaceBytes, a.batchSize, a.seqLen, a.pool, nullptr);
+                                a.workspaceBytes, a.batchSize, a.seqLen, a.pool, nullptr);
 }
 
 struct DecodeArgs {
@@ -96,7 +98,7 @@ struct DecodeArgs {
 
 void callDecode(DecodeArgs const& a) {
     kn::runQsaIndexerDecode<T>(a.outIdx, a.indexQk, a.cosSin, a.contextLengths, a.wQ, a.wK, 1e-6f, a.pool, a.split,
-        a.workspace, a.workspaceBytes, a.batchSize, a.maxBlocks, nullptr);
+                               a.workspace, a.workspaceBytes, a.batchSize, a.maxBlocks, nullptr);
 }
 
 // Invalid pool states (section 2), each with the field the message must name.
@@ -114,7 +116,7 @@ std::vector<std::pair<std::string, kn::QsaIndexerPoolState>> badPools(kn::QsaInd
     add("numKVHeads", [](auto& p) { p.numKVHeads = 0; });
     add("headSize", [](auto& p) { p.headSize = 0; });
     add("headSize", [](auto& p) { p.headSize = -128; });
-    add("headSize+128>poolHeadDim", [](auto& p) { p.headSize = 257; });  // 257 + 128 > 384
+    add("headSize+128>poolHeadDim", [](auto& p) { p.headSize = 257; }); // 257 + 128 > 384
     add("headSize+128>poolHeadDim", [](auto& p) { p.poolHeadDim = 383; });
     add("maxPagesPerSeq", [](auto& p) { p.maxPagesPerSeq = 0; });
     add("maxPagesPerSeq", [](auto& p) { p.maxPagesPerSeq = -1; });
@@ -124,9 +126,17 @@ std::vector<std::pair<std::string, kn::QsaIndexerPoolState>> badPools(kn::QsaInd
 TEST(ApiErrors, Prefill) {
     Fixture f;
     char const* fn = "runQsaIndexerPrefill";
-    PrefillArgs good{f.out.get(), reinterpret_cast<T const*>(f.qk.get()), f.cs.get(), f.ctx.get(),
-        reinterpret_cast<T const*>(f.wQ.get()), reinterpret_cast<T const*>(f.wK.get()), f.ws.get(), f.wsBytes, kB,
-        kS, nullptr};
+    PrefillArgs good{f.out.get(),
+                     reinterpret_cast<T const*>(f.qk.get()),
+                     f.cs.get(),
+                     f.ctx.get(),
+                     reinterpret_cast<T const*>(f.wQ.get()),
+                     reinterpret_cast<T const*>(f.wK.get()),
+                     f.ws.get(),
+                     f.wsBytes,
+                     kB,
+                     kS,
+                     nullptr};
     ASSERT_NO_THROW(callPrefill(good));
     PrefillArgs withPool = good;
     withPool.pool = &f.pool;
@@ -150,17 +160,17 @@ TEST(ApiErrors, Prefill) {
         expectThrows("seqLen " + std::to_string(v), with([v](auto& a) { a.seqLen = v; }), {fn, "seqLen"});
     }
     expectThrows("workspace misaligned", with([](auto& a) { a.workspace = static_cast<char*>(a.workspace) + 64; }),
-        {fn, "workspace"});
+                 {fn, "workspace"});
     expectThrows("workspace misaligned by 4", with([](auto& a) { a.workspace = static_cast<char*>(a.workspace) + 4; }),
-        {fn, "workspace"});
+                 {fn, "workspace"});
     size_t need = f.wsBytes;
     expectThrows("workspace undersized", with([need](auto& a) { a.workspaceBytes = need - 1; }),
-        {fn, "workspace", std::to_string(need - 1), std::to_string(need)});
+                 {fn, "workspace", std::to_string(need - 1), std::to_string(need)});
     expectThrows("workspace 0 bytes", with([](auto& a) { a.workspaceBytes = 0; }), {fn, "workspace"});
     // The size needed depends on (B, S): a workspace for S = 9 does not serve S = 4096.
     size_t need2 = kn::getQsaIndexerWorkspaceSize(kB, 4096);
     expectThrows("workspace for a smaller S", with([](auto& a) { a.seqLen = 4096; }),
-        {fn, "workspace", std::to_string(f.wsBytes), std::to_string(need2)});
+                 {fn, "workspace", std::to_string(f.wsBytes), std::to_string(need2)});
     for (auto const& bp : badPools(f.pool)) {
         auto p = std::make_shared<kn::QsaIndexerPoolState>(bp.second);
         PrefillArgs a = withPool;
@@ -176,12 +186,21 @@ TEST(ApiErrors, Prefill) {
 TEST(ApiErrors, Decode) {
     Fixture f;
     char const* fn = "runQsaIndexerDecode";
-    DecodeArgs good{f.out.get(), reinterpret_cast<T const*>(f.qk.get()), f.cs.get(), f.ctx.get(),
-        reinterpret_cast<T const*>(f.wQ.get()), reinterpret_cast<T const*>(f.wK.get()), f.pool, f.split.get(),
-        f.dWs.get(), f.dWsBytes, kB, kMaxBlocks};
+    DecodeArgs good{f.out.get(),
+                    reinterpret_cast<T const*>(f.qk.get()),
+                    f.cs.get(),
+                    f.ctx.get(),
+                    reinterpret_cast<T const*>(f.wQ.get()),
+                    reinterpret_cast<T const*>(f.wK.get()),
+                    f.pool,
+                    f.split.get(),
+                    f.dWs.get(),
+                    f.dWsBytes,
+                    kB,
+                    kMaxBlocks};
     ASSERT_NO_THROW(callDecode(good));
     DecodeArgs noSplit = good;
-    noSplit.split = nullptr;  // splitCounters is optional
+    noSplit.split = nullptr; // splitCounters is optional
     ASSERT_NO_THROW(callDecode(noSplit));
     KT_CUDA(cudaDeviceSynchronize());
 
@@ -202,13 +221,13 @@ TEST(ApiErrors, Decode) {
         expectThrows("maxBlocks " + std::to_string(v), with([v](auto& a) { a.maxBlocks = v; }), {fn, "maxBlocks"});
     }
     expectThrows("workspace misaligned", with([](auto& a) { a.workspace = static_cast<char*>(a.workspace) + 32; }),
-        {fn, "workspace"});
+                 {fn, "workspace"});
     size_t need = f.dWsBytes;
     expectThrows("workspace undersized", with([need](auto& a) { a.workspaceBytes = need - 1; }),
-        {fn, "workspace", std::to_string(need - 1), std::to_string(need)});
+                 {fn, "workspace", std::to_string(need - 1), std::to_string(need)});
     size_t need2 = kn::getQsaIndexerDecodeWorkspaceSize(kB, 100000);
     expectThrows("workspace for fewer blocks", with([](auto& a) { a.maxBlocks = 100000; }),
-        {fn, "workspace", std::to_string(f.dWsBytes), std::to_string(need2)});
+                 {fn, "workspace", std::to_string(f.dWsBytes), std::to_string(need2)});
     for (auto const& bp : badPools(f.pool)) {
         DecodeArgs a = good;
         a.pool = bp.second;
@@ -224,10 +243,10 @@ TEST(ApiErrors, SizeFunctions) {
     for (auto bs : std::vector<std::pair<int, int>>{{0, 8}, {-1, 8}, {1, 0}, {1, -5}}) {
         std::string l = params("(", bs.first, ", ", bs.second, ")");
         expectThrows("getQsaIndexerWorkspaceSize" + l, [bs] { kn::getQsaIndexerWorkspaceSize(bs.first, bs.second); },
-            {"getQsaIndexerWorkspaceSize"}, {"batchSize", "maxSeqLen"});
+                     {"getQsaIndexerWorkspaceSize"}, {"batchSize", "maxSeqLen"});
         expectThrows("getQsaIndexerDecodeWorkspaceSize" + l,
-            [bs] { kn::getQsaIndexerDecodeWorkspaceSize(bs.first, bs.second); }, {"getQsaIndexerDecodeWorkspaceSize"},
-            {"maxBatchSize", "maxBlocks"});
+                     [bs] { kn::getQsaIndexerDecodeWorkspaceSize(bs.first, bs.second); },
+                     {"getQsaIndexerDecodeWorkspaceSize"}, {"maxBatchSize", "maxBlocks"});
     }
     EXPECT_NO_THROW(kn::getQsaIndexerWorkspaceSize(1, 1));
     EXPECT_NO_THROW(kn::getQsaIndexerDecodeWorkspaceSize(1, 1));
@@ -238,22 +257,27 @@ TEST(ApiErrors, LaunchersValidateToo) {
     Fixture f;
     auto* q = reinterpret_cast<T*>(f.qk.get());
     expectThrows("launchQsaQPrep null qNormed",
-        [&] { kn::launchQsaQPrep<T>(nullptr, q, f.cs.get(), f.ctx.get(), q, 1e-6f, kB, kS, nullptr); },
-        {"launchQsaQPrep", "qNormed"});
+                 [&] { kn::launchQsaQPrep<T>(nullptr, q, f.cs.get(), f.ctx.get(), q, 1e-6f, kB, kS, nullptr); },
+                 {"launchQsaQPrep", "qNormed"});
     expectThrows("launchQsaQPrep seqLen 0",
-        [&] { kn::launchQsaQPrep<T>(q, q, f.cs.get(), f.ctx.get(), q, 1e-6f, kB, 0, nullptr); },
-        {"launchQsaQPrep", "seqLen"});
-    expectThrows("launchQsaSortRows small temp", [&] {
-        kn::launchQsaSortRows(f.cs.get(), f.cs.get() + 64, f.ctx.get(), f.split.get(), 1, 2, f.ws.get(), 0, nullptr);
-    }, {"launchQsaSortRows"});
+                 [&] { kn::launchQsaQPrep<T>(q, q, f.cs.get(), f.ctx.get(), q, 1e-6f, kB, 0, nullptr); },
+                 {"launchQsaQPrep", "seqLen"});
+    expectThrows("launchQsaSortRows small temp",
+                 [&] {
+                     kn::launchQsaSortRows(f.cs.get(), f.cs.get() + 64, f.ctx.get(), f.split.get(), 1, 2, f.ws.get(), 0,
+                                           nullptr);
+                 },
+                 {"launchQsaSortRows"});
     expectThrows("launchQsaDecodeSelect maxBlocks 0",
-        [&] { kn::launchQsaDecodeSelect(f.out.get(), f.cs.get(), f.ctx.get(), kB, 0, nullptr); },
-        {"launchQsaDecodeSelect", "maxBlocks"});
-    expectThrows("launchQsaDecodeScores bad pool", [&] {
-        kn::QsaIndexerPoolState p = f.pool;
-        p.numKVHeads = 0;
-        kn::launchQsaDecodeScores<T>(f.cs.get(), q, f.ctx.get(), p, kB, kMaxBlocks, nullptr);
-    }, {"launchQsaDecodeScores", "numKVHeads"});
+                 [&] { kn::launchQsaDecodeSelect(f.out.get(), f.cs.get(), f.ctx.get(), kB, 0, nullptr); },
+                 {"launchQsaDecodeSelect", "maxBlocks"});
+    expectThrows("launchQsaDecodeScores bad pool",
+                 [&] {
+                     kn::QsaIndexerPoolState p = f.pool;
+                     p.numKVHeads = 0;
+                     kn::launchQsaDecodeScores<T>(f.cs.get(), q, f.ctx.get(), p, kB, kMaxBlocks, nullptr);
+                 },
+                 {"launchQsaDecodeScores", "numKVHeads"});
 }
 
 } // namespace

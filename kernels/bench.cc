@@ -30,7 +30,8 @@ namespace kn = trt_edgellm::kernel;
 namespace {
 
 void ck(cudaError_t e, char const* what) {
-    if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+    if (e != cudaSuccess)
+        throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
 template <typename E>
@@ -50,7 +51,8 @@ double median(std::vector<double> v) {
 struct Laps {
     explicit Laps(cudaStream_t s) : s(s) {}
     ~Laps() {
-        for (auto e : ev) cudaEventDestroy(e);
+        for (auto e : ev)
+            cudaEventDestroy(e);
     }
     void mark(std::string const& name) {
         cudaEvent_t e;
@@ -76,8 +78,8 @@ struct Laps {
 };
 
 struct Floors {
-    double flops;  // FLOP/s
-    double bw;     // bytes/s (read + write)
+    double flops; // FLOP/s
+    double bw;    // bytes/s (read + write)
     double bwMemcpy, bwKernel;
 };
 
@@ -97,7 +99,8 @@ Floors measureFloors() {
     ck(cudaEventCreate(&e1), "event");
     ck(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice), "memcpy");
     ck(cudaEventRecord(e0), "record");
-    for (int r = 0; r < 20; ++r) ck(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice), "memcpy");
+    for (int r = 0; r < 20; ++r)
+        ck(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice), "memcpy");
     ck(cudaEventRecord(e1), "record");
     ck(cudaEventSynchronize(e1), "sync");
     float ms = 0;
@@ -126,7 +129,7 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
     qsa::bench::fillCosSin(cs, S, st);
     std::vector<int32_t> hctx(B, S);
     ck(cudaMemcpy(ctx, hctx.data(), B * 4, cudaMemcpyHostToDevice), "ctx");
-    ck(cudaDeviceSynchronize(), "sync");  // the legacy-stream copies do not order with the non-blocking stream
+    ck(cudaDeviceSynchronize(), "sync"); // the legacy-stream copies do not order with the non-blocking stream
     size_t wsBytes = kn::getQsaIndexerWorkspaceSize(B, S);
     auto* ws = dalloc<char>(wsBytes);
     T const* tq = reinterpret_cast<T const*>(qk);
@@ -135,7 +138,8 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
     auto runOnce = [&] {
         kn::runQsaIndexerPrefill<T>(out, tq, cs, ctx, tw, twK, 1e-6f, ws, wsBytes, B, S, nullptr, st);
     };
-    for (int i = 0; i < 3; ++i) runOnce();
+    for (int i = 0; i < 3; ++i)
+        runOnce();
     std::vector<double> total;
     for (int r = 0; r < runs; ++r) {
         Laps l(st);
@@ -167,7 +171,7 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
             kn::launchQsaIdsFill(ids, n, MB, st);
             l.mark("idsFill");
             kn::launchQsaScores<T>(keys, reinterpret_cast<T const*>(qn), reinterpret_cast<T const*>(kb), ctx, B, S,
-                static_cast<int32_t>(r0), r1, st);
+                                   static_cast<int32_t>(r0), r1, st);
             l.mark("K2 scores");
             kn::launchQsaSortRows(keys, keysAlt, ids, idsAlt, n, MB, temp, tempBytes, st);
             l.mark("sort (whole rows)");
@@ -178,7 +182,8 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
             l.sums();
             continue;
         }
-        for (auto const& kv : l.sums()) stage[kv.first].push_back(kv.second);
+        for (auto const& kv : l.sums())
+            stage[kv.first].push_back(kv.second);
     }
     // Floors.
     double rowsFlop = 0, visPairs = 0;
@@ -193,25 +198,26 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
     double sortRectFloor = 16.0 * double(rowsAll) * MB / fl.bw * 1e3;
     double tot = median(total);
     std::printf("\n### prefill %s B=%d S=%d (MB=%d, Rc=%lld, %lld chunks, workspace %.1f MiB)\n", dtName, B, S, MB,
-        static_cast<long long>(rc), static_cast<long long>((rowsAll + rc - 1) / rc), wsBytes / 1048576.0);
+                static_cast<long long>(rc), static_cast<long long>((rowsAll + rc - 1) / rc), wsBytes / 1048576.0);
     std::printf("| what | median ms | floor ms | ratio |\n|---|---|---|---|\n");
     std::printf("| runQsaIndexerPrefill (total, %d runs) | %.3f | %.3f | %.2f |\n", runs, tot, k2Floor + sortFloor,
-        tot / (k2Floor + sortFloor));
+                tot / (k2Floor + sortFloor));
     for (auto const& kv : stage) {
         double m = median(kv.second);
         if (kv.first == "K2 scores") {
             std::printf("| %s | %.3f | %.3f | %.2f |\n", kv.first.c_str(), m, k2Floor, m / k2Floor);
         } else if (kv.first == "sort (whole rows)") {
             std::printf("| %s | %.3f | %.3f (visible) / %.3f (rectangle) | %.2f / %.2f |\n", kv.first.c_str(), m,
-                sortFloor, sortRectFloor, m / sortFloor, m / sortRectFloor);
+                        sortFloor, sortRectFloor, m / sortFloor, m / sortRectFloor);
         } else {
             std::printf("| %s | %.3f | - | - |\n", kv.first.c_str(), m);
         }
     }
     std::printf("K2: %.3g FLOP (%.2f TFLOP/s achieved by the K2 launcher); sorted pairs: %.4g visible, %.4g rect\n",
-        1024.0 * rowsFlop, 1024.0 * rowsFlop / (median(stage["K2 scores"]) * 1e-3) / 1e12, visPairs,
-        double(rowsAll) * MB);
-    for (void* p : std::vector<void*>{qk, w, cs, ctx, out, ws, qn, kb, keys, keysAlt, ids, idsAlt, temp}) cudaFree(p);
+                1024.0 * rowsFlop, 1024.0 * rowsFlop / (median(stage["K2 scores"]) * 1e-3) / 1e12, visPairs,
+                double(rowsAll) * MB);
+    for (void* p : std::vector<void*>{qk, w, cs, ctx, out, ws, qn, kb, keys, keysAlt, ids, idsAlt, temp})
+        cudaFree(p);
     cudaStreamDestroy(st);
 }
 
@@ -246,17 +252,17 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
     qsa::bench::fillCosSin(cs, ctxLen, st);
     std::vector<int32_t> hctx(B, ctxLen);
     ck(cudaMemcpy(ctx, hctx.data(), B * 4, cudaMemcpyHostToDevice), "ctx");
-    ck(cudaDeviceSynchronize(), "sync");  // the legacy-stream copies do not order with the non-blocking stream
+    ck(cudaDeviceSynchronize(), "sync"); // the legacy-stream copies do not order with the non-blocking stream
     size_t wsBytes = kn::getQsaIndexerDecodeWorkspaceSize(B, maxBlocks);
     auto* ws = dalloc<char>(wsBytes);
     T const* tq = reinterpret_cast<T const*>(qk);
     T const* tw = reinterpret_cast<T const*>(w);
     T const* twK = reinterpret_cast<T const*>(w + 128);
     auto runOnce = [&](cudaStream_t s) {
-        kn::runQsaIndexerDecode<T>(
-            out, tq, cs, ctx, tw, twK, 1e-6f, ps, split, ws, wsBytes, B, maxBlocks, s);
+        kn::runQsaIndexerDecode<T>(out, tq, cs, ctx, tw, twK, 1e-6f, ps, split, ws, wsBytes, B, maxBlocks, s);
     };
-    for (int i = 0; i < 5; ++i) runOnce(st);
+    for (int i = 0; i < 5; ++i)
+        runOnce(st);
     std::vector<double> plain, graphT;
     for (int r = 0; r < runs; ++r) {
         Laps l(st);
@@ -271,7 +277,8 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
     runOnce(st);
     ck(cudaStreamEndCapture(st, &g), "end capture");
     ck(cudaGraphInstantiate(&ge, g, 0), "instantiate");
-    for (int i = 0; i < 5; ++i) ck(cudaGraphLaunch(ge, st), "graph launch");
+    for (int i = 0; i < 5; ++i)
+        ck(cudaGraphLaunch(ge, st), "graph launch");
     for (int r = 0; r < runs; ++r) {
         Laps l(st);
         l.mark("start");
@@ -296,17 +303,18 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
         l.mark("B3 decodeSelect");
         auto m = l.sums();
         if (r >= 0) {
-            for (auto const& kv : m) stage[kv.first].push_back(kv.second);
+            for (auto const& kv : m)
+                stage[kv.first].push_back(kv.second);
         }
     }
     double floorMs = double(B) * (ctxLen / 4) * 256.0 / fl.bw * 1e3;
     std::printf("\n### decode %s B=%d ctx=%d (maxBlocks=%d, pool %.1f GiB)\n", dtName, B, ctxLen, maxBlocks,
-        poolElems * 2.0 / (1u << 30));
+                poolElems * 2.0 / (1u << 30));
     std::printf("| what | median ms | floor ms | ratio |\n|---|---|---|---|\n");
     std::printf("| runQsaIndexerDecode, stream (%d runs) | %.4f | %.4f | %.2f |\n", runs, median(plain), floorMs,
-        median(plain) / floorMs);
+                median(plain) / floorMs);
     std::printf("| runQsaIndexerDecode, CUDA graph (%d runs) | %.4f | %.4f | %.2f |\n", runs, median(graphT), floorMs,
-        median(graphT) / floorMs);
+                median(graphT) / floorMs);
     for (auto const& kv : stage) {
         double m = median(kv.second);
         if (kv.first == "B2 decodeScores") {
@@ -317,7 +325,8 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
     }
     cudaGraphExecDestroy(ge);
     cudaGraphDestroy(g);
-    for (void* p : std::vector<void*>{pool, dpt, qk, w, cs, ctx, out, split, ws, qn, logits}) cudaFree(p);
+    for (void* p : std::vector<void*>{pool, dpt, qk, w, cs, ctx, out, split, ws, qn, logits})
+        cudaFree(p);
     cudaStreamDestroy(st);
 }
 
@@ -327,17 +336,19 @@ int main(int argc, char** argv) {
     int runs = 20;
     std::string dt = "half";
     for (int i = 1; i + 1 < argc; ++i) {
-        if (std::strcmp(argv[i], "--runs") == 0) runs = std::max(20, std::atoi(argv[i + 1]));
-        if (std::strcmp(argv[i], "--dtype") == 0) dt = argv[i + 1];
+        if (std::strcmp(argv[i], "--runs") == 0)
+            runs = std::max(20, std::atoi(argv[i + 1]));
+        if (std::strcmp(argv[i], "--dtype") == 0)
+            dt = argv[i + 1];
     }
     try {
         cudaDeviceProp prop{};
         ck(cudaGetDeviceProperties(&prop, 0), "props");
         Floors fl = measureFloors();
         std::printf("# QSA indexer bench on %s (%d SMs), %s, median of %d runs after warm-up\n", prop.name,
-            prop.multiProcessorCount, dt.c_str(), runs);
+                    prop.multiProcessorCount, dt.c_str(), runs);
         std::printf("measured: FP32 FMA %.2f TFLOP/s; copy %.1f GB/s (kernel %.1f, cudaMemcpy D2D %.1f; read+write)\n",
-            fl.flops / 1e12, fl.bw / 1e9, fl.bwKernel / 1e9, fl.bwMemcpy / 1e9);
+                    fl.flops / 1e12, fl.bw / 1e9, fl.bwKernel / 1e9, fl.bwMemcpy / 1e9);
         bool bf = dt == "bf16";
         auto prefill = [&](int32_t B, int32_t S) {
             if (bf) {

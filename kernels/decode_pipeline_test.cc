@@ -15,7 +15,7 @@ TYPED_TEST_SUITE(DecodeTest, DTypes, DTypeNames);
 TEST(DecodeWorkspace, SizeMatchesReferenceFormula) {
     for (auto bm : std::vector<std::pair<int, int>>{{1, 1}, {1, 32768}, {64, 32768}, {3, 513}, {7, 1001}}) {
         EXPECT_EQ(kn::getQsaIndexerDecodeWorkspaceSize(bm.first, bm.second),
-            ref::decodeWorkspaceBytes(bm.first, bm.second))
+                  ref::decodeWorkspaceBytes(bm.first, bm.second))
             << "maxBatchSize=" << bm.first << " maxBlocks=" << bm.second;
     }
 }
@@ -24,13 +24,13 @@ TEST(DecodeWorkspace, SizeMatchesReferenceFormula) {
 template <typename T>
 struct GpuDecode {
     GpuDecode(ref::HostPool const& hp, std::vector<float> const& cs, std::vector<uint16_t> const& wQ,
-        std::vector<uint16_t> const& wK, int32_t B, int32_t maxBlocks, int32_t splitRows)
+              std::vector<uint16_t> const& wK, int32_t B, int32_t maxBlocks, int32_t splitRows)
         : pool(hp), cosSin(cs), wQ(wQ), wK(wK), qk(size_t(B) * ref::kQkWidth), ctx(B),
           out(size_t(B) * ref::kIndexWidth), split(size_t(splitRows) * hp.dims.numKVHeads),
           wsBytes(kn::getQsaIndexerDecodeWorkspaceSize(B, maxBlocks)), ws(wsBytes), B(B), maxBlocks(maxBlocks) {}
 
     void upload(std::vector<uint16_t> const& q, std::vector<int32_t> const& c, std::vector<int32_t> const& sc,
-        int wsFill) {
+                int wsFill) {
         qk.upload(q);
         ctx.upload(c);
         split.upload(sc);
@@ -39,8 +39,8 @@ struct GpuDecode {
     }
     void launch(float eps, cudaStream_t s) {
         kn::runQsaIndexerDecode<T>(out.get(), reinterpret_cast<T const*>(qk.get()), cosSin.get(), ctx.get(),
-            reinterpret_cast<T const*>(wQ.get()), reinterpret_cast<T const*>(wK.get()), eps, pool.state(),
-            split.get(), ws.get(), wsBytes, B, maxBlocks, s);
+                                   reinterpret_cast<T const*>(wQ.get()), reinterpret_cast<T const*>(wK.get()), eps,
+                                   pool.state(), split.get(), ws.get(), wsBytes, B, maxBlocks, s);
     }
 
     DevPool pool;
@@ -53,11 +53,11 @@ struct GpuDecode {
 };
 
 struct DecodeSpec {
-    std::vector<int32_t> L;  // prefill lengths; < 0 marks a sequence that stays invalid (ctx = -L - 1 each step)
+    std::vector<int32_t> L; // prefill lengths; < 0 marks a sequence that stays invalid (ctx = -L - 1 each step)
     int32_t steps;
     int32_t maxBlocks;
     int32_t pagesPerSeq;
-    ref::PoolDims dims;      // numPages / maxPagesPerSeq filled in from B and pagesPerSeq
+    ref::PoolDims dims; // numPages / maxPagesPerSeq filled in from B and pagesPerSeq
     Pages pages;
     Mode qk;
     uint64_t seed;
@@ -65,7 +65,8 @@ struct DecodeSpec {
 
 std::vector<int32_t> ctxAt(DecodeSpec const& d, int32_t step) {
     std::vector<int32_t> c(d.L.size());
-    for (size_t b = 0; b < d.L.size(); ++b) c[b] = d.L[b] >= 0 ? d.L[b] + step + 1 : -d.L[b] - 1;
+    for (size_t b = 0; b < d.L.size(); ++b)
+        c[b] = d.L[b] >= 0 ? d.L[b] + step + 1 : -d.L[b] - 1;
     return c;
 }
 
@@ -75,13 +76,16 @@ void multiStep(DType dt, DecodeSpec d) {
     d.dims.maxPagesPerSeq = d.pagesPerSeq;
     d.dims.numPages = B * d.pagesPerSeq + 3;
     int32_t S = 1, maxCtx = 1;
-    for (int32_t l : d.L) S = std::max(S, l);
-    for (int32_t c : ctxAt(d, d.steps - 1)) maxCtx = std::max(maxCtx, c);
+    for (int32_t l : d.L)
+        S = std::max(S, l);
+    for (int32_t c : ctxAt(d, d.steps - 1))
+        maxCtx = std::max(maxCtx, c);
     // Prefill of the first L tokens with the pool (invalid sequences: ctx 0).
     PrefillSpec ps;
     ps.B = B;
     ps.S = S;
-    for (int32_t l : d.L) ps.ctx.push_back(std::max(l, 0));
+    for (int32_t l : d.L)
+        ps.ctx.push_back(std::max(l, 0));
     ps.qk = d.qk;
     ps.seed = d.seed;
     ref::PrefillCase pc = makePrefillCase(dt, ps);
@@ -90,9 +94,9 @@ void multiStep(DType dt, DecodeSpec d) {
     pc.hasPool = true;
     pc.pool = makeHostPool(dt, B, d.dims, d.pages, rng);
     std::string base = specStr(dt, ps) + " " + poolParams(d.dims) + (d.pages == Pages::kHoles ? " holes" : " full") +
-        params(" maxBlocks=", d.maxBlocks, " steps=", d.steps);
+                       params(" maxBlocks=", d.maxBlocks, " steps=", d.steps);
     ref::PrefillResult pr = ref::runPrefill(pc);
-    int32_t const splitRows = B + 2;  // rows >= B must stay untouched
+    int32_t const splitRows = B + 2; // rows >= B must stay untouched
     GpuDecode<T> g(pc.pool, pc.cosSin, pc.wQ, pc.wK, B, d.maxBlocks, splitRows);
     {
         std::vector<uint16_t> poolAfter;
@@ -118,7 +122,8 @@ void multiStep(DType dt, DecodeSpec d) {
         dc.hasSplitCounters = true;
         // The device buffer has splitRows > B rows: rows >= B must stay untouched.
         std::vector<int32_t> splitInit(size_t(splitRows) * d.dims.numKVHeads);
-        for (auto& x : splitInit) x = static_cast<int32_t>(rng() % 1000) + 1;
+        for (auto& x : splitInit)
+            x = static_cast<int32_t>(rng() % 1000) + 1;
         dc.splitCounters.assign(splitInit.begin(), splitInit.begin() + size_t(B) * d.dims.numKVHeads);
         std::string p = base + params(" step=", step, " ctx=", ctxStr(dc.contextLengths));
         SCOPED_TRACE(p);
@@ -131,15 +136,14 @@ void multiStep(DType dt, DecodeSpec d) {
         KT_CUDA(cudaGetLastError());
         bool ok = bitsEqual(r.outIdx, g.out.download(), {"decode outIdx", p, 2051});
         ok = bitsEqual(r.poolAfter, g.pool.data.download(), {"pool after decode", p, size_t(d.dims.poolHeadDim), dt}) &&
-            ok;
+             ok;
         ok = bitsEqual(splitExpect, g.split.download(), {"splitCounters", p, size_t(d.dims.numKVHeads)}) && ok;
         if (!ok) {
             // Re-run the failing comparisons as assertions with their messages, then stop the loop.
             EXPECT_TRUE(bitsEqual(r.outIdx, g.out.download(), {"decode outIdx", p, 2051}));
-            EXPECT_TRUE(bitsEqual(
-                r.poolAfter, g.pool.data.download(), {"pool after decode", p, size_t(d.dims.poolHeadDim), dt}));
-            EXPECT_TRUE(
-                bitsEqual(splitExpect, g.split.download(), {"splitCounters", p, size_t(d.dims.numKVHeads)}));
+            EXPECT_TRUE(bitsEqual(r.poolAfter, g.pool.data.download(),
+                                  {"pool after decode", p, size_t(d.dims.poolHeadDim), dt}));
+            EXPECT_TRUE(bitsEqual(splitExpect, g.split.download(), {"splitCounters", p, size_t(d.dims.numKVHeads)}));
             return;
         }
         hp.data = r.poolAfter;
@@ -149,8 +153,8 @@ void multiStep(DType dt, DecodeSpec d) {
 TYPED_TEST(DecodeTest, ManyStepsAcrossPages) {
     // Sequences start at 2040 (crosses nVis = 512 and pages 16 -> 17), 250 (page 2), 126 (page 1), 0
     // (a new sequence from its first token), plus an invalid one (ctx 0) and one past maxBlocks.
-    DecodeSpec d{{2040, 250, 126, 0, -1, -(4 * 560 + 2)}, 140, 560, 18, {0, 0, 2, 256, 128}, Pages::kFull,
-        Mode::kNormal, 1};
+    DecodeSpec d{
+        {2040, 250, 126, 0, -1, -(4 * 560 + 2)}, 140, 560, 18, {0, 0, 2, 256, 128}, Pages::kFull, Mode::kNormal, 1};
     multiStep<typename TypeParam::T>(TypeParam::kDt, d);
 }
 
@@ -166,7 +170,7 @@ TYPED_TEST(DecodeTest, CudaGraphReplayEqualsStream) {
     int32_t const B = 5, maxBlocks = 600, pagesPerSeq = 19, steps = 24;
     Rng rng(3);
     ref::PoolDims dims{B * pagesPerSeq + 1, pagesPerSeq, 2, 384, 256};
-    ref::HostPool hp = makeHostPool(dt, B, dims, Pages::kFull, rng);  // random pool: any state is a valid start
+    ref::HostPool hp = makeHostPool(dt, B, dims, Pages::kFull, rng); // random pool: any state is a valid start
     std::vector<int32_t> start = {2045, 130, 1, 2300, 0};
     std::vector<float> cs = makeCosSin(2400);
     std::vector<uint16_t> wQ = makeGamma(dt, Gamma::kSmall, rng), wK = makeGamma(dt, Gamma::kSmall, rng);
@@ -175,14 +179,16 @@ TYPED_TEST(DecodeTest, CudaGraphReplayEqualsStream) {
     for (int32_t s = 0; s < steps; ++s) {
         qks.push_back(randomT(dt, size_t(B) * ref::kQkWidth, Mode::kNormal, rng));
         std::vector<int32_t> c = start;
-        for (int32_t b = 0; b < B - 1; ++b) c[b] += s;
+        for (int32_t b = 0; b < B - 1; ++b)
+            c[b] += s;
         ctxs.push_back(c);
         std::vector<int32_t> sc(size_t(B) * dims.numKVHeads);
-        for (auto& x : sc) x = static_cast<int32_t>(rng() % 100) + 1;
+        for (auto& x : sc)
+            x = static_cast<int32_t>(rng() % 100) + 1;
         splits.push_back(sc);
     }
     std::string p = params(dtName(dt), " B=", B, " maxBlocks=", maxBlocks, " start ctx=", ctxStr(start),
-        " steps=", steps, " ", poolParams(dims));
+                           " steps=", steps, " ", poolParams(dims));
     SCOPED_TRACE(p);
     float const eps = 1e-6f;
     // Plain stream run; the reference on the same pool states alongside.
@@ -250,15 +256,16 @@ TYPED_TEST(DecodeTest, LongContextsFromRandomPool) {
         ref::DecodeCase dc{dt, B, maxBlocks, qk, cs, ctx, wQ, wK, 1e-6f, hp, false, {}};
         ref::DecodeResult r = ref::runDecode(dc);
         g.upload(qk, ctx, sc, 0xFF);
-        kn::runQsaIndexerDecode<T>(g.out.get(), reinterpret_cast<T const*>(g.qk.get()), g.cosSin.get(),
-            g.ctx.get(), reinterpret_cast<T const*>(g.wQ.get()), reinterpret_cast<T const*>(g.wK.get()), 1e-6f,
-            g.pool.state(), nullptr, g.ws.get(), g.wsBytes, B, maxBlocks, st.get());
+        kn::runQsaIndexerDecode<T>(g.out.get(), reinterpret_cast<T const*>(g.qk.get()), g.cosSin.get(), g.ctx.get(),
+                                   reinterpret_cast<T const*>(g.wQ.get()), reinterpret_cast<T const*>(g.wK.get()),
+                                   1e-6f, g.pool.state(), nullptr, g.ws.get(), g.wsBytes, B, maxBlocks, st.get());
         st.sync();
         KT_CUDA(cudaGetLastError());
         EXPECT_TRUE(bitsEqual(r.outIdx, g.out.download(), {"decode outIdx", p, 2051}));
         EXPECT_TRUE(bitsEqual(r.poolAfter, g.pool.data.download(), {"pool", p, size_t(dims.poolHeadDim), dt}));
         hp.data = r.poolAfter;
-        for (auto& c : ctx) ++c;
+        for (auto& c : ctx)
+            ++c;
     }
 }
 

@@ -14,32 +14,33 @@ TYPED_TEST_SUITE(DecodePrepTest, DTypes, DTypeNames);
 
 template <typename T>
 void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::PoolDims dims, Pages pages, Mode m,
-    Gamma g, float eps, uint64_t seed) {
+             Gamma g, float eps, uint64_t seed) {
     int32_t const B = static_cast<int32_t>(ctx.size());
     Rng rng(seed);
     std::vector<uint16_t> qk = randomT(dt, size_t(B) * ref::kQkWidth, m, rng);
     int32_t maxCtx = 1;
-    for (int32_t c : ctx) maxCtx = std::max(maxCtx, c);
+    for (int32_t c : ctx)
+        maxCtx = std::max(maxCtx, c);
     std::vector<float> cs = makeCosSin(maxCtx);
     std::vector<uint16_t> wQ = makeGamma(dt, g, rng), wK = makeGamma(dt, g, rng);
     ref::HostPool hp = makeHostPool(dt, B, dims, pages, rng);
-    std::string p = params(dtName(dt), " B=", B, " ctx=", ctxStr(ctx), " maxBlocks=", maxBlocks, " ",
-        poolParams(dims), pages == Pages::kHoles ? " holes" : " full", " qk=", modeName(m), " gamma=", gammaName(g),
-        " eps=", eps, " seed=", seed);
+    std::string p = params(dtName(dt), " B=", B, " ctx=", ctxStr(ctx), " maxBlocks=", maxBlocks, " ", poolParams(dims),
+                           pages == Pages::kHoles ? " holes" : " full", " qk=", modeName(m), " gamma=", gammaName(g),
+                           " eps=", eps, " seed=", seed);
     SCOPED_TRACE(p);
     size_t n = size_t(B) * ref::kNumHeads * ref::kHeadDim;
     std::vector<uint16_t> expect(n, 0xFFFF);
-    DevPool dp(hp);  // device copy of the pool BEFORE the step
+    DevPool dp(hp); // device copy of the pool BEFORE the step
     ref::decodePrep(dt, expect.data(), qk.data(), cs.data(), ctx.data(), wQ.data(), wK.data(), eps, viewOf(hp), B,
-        maxBlocks);
+                    maxBlocks);
     DevBuf<uint16_t> dQk(qk), dWq(wQ), dWk(wK), out(n);
     DevBuf<float> dCs(cs);
     DevBuf<int32_t> dCtx(ctx);
     out.fillBytes(0xFF);
     Stream st;
     kn::launchQsaDecodePrep<T>(reinterpret_cast<T*>(out.get()), reinterpret_cast<T const*>(dQk.get()), dCs.get(),
-        dCtx.get(), reinterpret_cast<T const*>(dWq.get()), reinterpret_cast<T const*>(dWk.get()), eps, dp.state(), B,
-        maxBlocks, st.get());
+                               dCtx.get(), reinterpret_cast<T const*>(dWq.get()), reinterpret_cast<T const*>(dWk.get()),
+                               eps, dp.state(), B, maxBlocks, st.get());
     st.sync();
     KT_CUDA(cudaGetLastError());
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"qNormed", p, ref::kHeadDim, dt}));
@@ -48,15 +49,14 @@ void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::
 
 // Every ctx % 4, page boundaries, the slot past the table (644, 700), the maxBlocks edge (800 valid,
 // 801 invalid) and ctx < 1.
-std::vector<int32_t> const kCtx = {1, 2, 3, 4, 5, 8, 127, 128, 129, 131, 132, 256, 257, 640, 644, 700, 800, 801, 0,
-    -1};
+std::vector<int32_t> const kCtx = {1, 2, 3, 4, 5, 8, 127, 128, 129, 131, 132, 256, 257, 640, 644, 700, 800, 801, 0, -1};
 
 TYPED_TEST(DecodePrepTest, FullTable) {
     int32_t B = static_cast<int32_t>(kCtx.size());
     uint64_t seed = 1;
     for (Mode m : {Mode::kNormal, Mode::kSpecial, Mode::kLowEntropy}) {
         runCase<typename TypeParam::T>(TypeParam::kDt, kCtx, 200, {B * 5 + 2, 5, 2, 384, 256}, Pages::kFull, m,
-            Gamma::kSmall, 1e-6f, seed++);
+                                       Gamma::kSmall, 1e-6f, seed++);
     }
 }
 
@@ -65,9 +65,9 @@ TYPED_TEST(DecodePrepTest, HolesAndOtherGeometry) {
     uint64_t seed = 10;
     for (int rep = 0; rep < 3; ++rep) {
         runCase<typename TypeParam::T>(TypeParam::kDt, kCtx, 200, {B * 5 + 2, 5, 2, 384, 256}, Pages::kHoles,
-            Mode::kNormal, Gamma::kSmall, 1e-6f, seed++);
-        runCase<typename TypeParam::T>(TypeParam::kDt, kCtx, 200, {B * 5, 5, 1, 200, 72}, Pages::kHoles,
-            Mode::kWide, Gamma::kSmall, 1e-5f, seed++);
+                                       Mode::kNormal, Gamma::kSmall, 1e-6f, seed++);
+        runCase<typename TypeParam::T>(TypeParam::kDt, kCtx, 200, {B * 5, 5, 1, 200, 72}, Pages::kHoles, Mode::kWide,
+                                       Gamma::kSmall, 1e-5f, seed++);
     }
 }
 
@@ -77,7 +77,7 @@ TYPED_TEST(DecodePrepTest, ExtremeGammasAndEps) {
     for (Gamma g : {Gamma::kExtreme, Gamma::kSpecial}) {
         for (float eps : {0.0f, -1.0f, 1e-6f}) {
             runCase<typename TypeParam::T>(TypeParam::kDt, kCtx, 200, {B * 5 + 2, 5, 2, 384, 256}, Pages::kFull,
-                Mode::kSpecial, g, eps, seed++);
+                                           Mode::kSpecial, g, eps, seed++);
         }
     }
 }

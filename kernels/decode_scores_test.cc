@@ -12,16 +12,16 @@ class DecodeScoresTest : public ::testing::Test {};
 TYPED_TEST_SUITE(DecodeScoresTest, DTypes, DTypeNames);
 
 template <typename T>
-void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::PoolDims dims, Pages pages,
-    Mode qMode, Mode poolMode, uint64_t seed) {
+void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::PoolDims dims, Pages pages, Mode qMode,
+             Mode poolMode, uint64_t seed) {
     int32_t const B = static_cast<int32_t>(ctx.size());
     Rng rng(seed);
     std::vector<uint16_t> q = randomT(dt, size_t(B) * ref::kNumHeads * ref::kHeadDim, qMode, rng);
     ref::HostPool hp = makeHostPool(dt, B, dims, pages, rng);
     hp.data = randomT(dt, hp.data.size(), poolMode, rng);
-    std::string p = params(dtName(dt), " B=", B, " ctx=", ctxStr(ctx), " maxBlocks=", maxBlocks, " ",
-        poolParams(dims), pages == Pages::kHoles ? " holes" : " full", " q=", modeName(qMode),
-        " pool=", modeName(poolMode), " seed=", seed);
+    std::string p = params(dtName(dt), " B=", B, " ctx=", ctxStr(ctx), " maxBlocks=", maxBlocks, " ", poolParams(dims),
+                           pages == Pages::kHoles ? " holes" : " full", " q=", modeName(qMode),
+                           " pool=", modeName(poolMode), " seed=", seed);
     SCOPED_TRACE(p);
     size_t n = size_t(B) * maxBlocks;
     float const poison = bitsFloat(0x7FC0BEEFu);
@@ -33,8 +33,8 @@ void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::
     DevBuf<float> out(n);
     out.upload(std::vector<float>(n, poison));
     Stream st;
-    kn::launchQsaDecodeScores<T>(
-        out.get(), reinterpret_cast<T const*>(dq.get()), dCtx.get(), dp.state(), B, maxBlocks, st.get());
+    kn::launchQsaDecodeScores<T>(out.get(), reinterpret_cast<T const*>(dq.get()), dCtx.get(), dp.state(), B, maxBlocks,
+                                 st.get());
     st.sync();
     KT_CUDA(cudaGetLastError());
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"logits", p, size_t(maxBlocks), dt}));
@@ -47,17 +47,17 @@ TYPED_TEST(DecodeScoresTest, Modes) {
     int32_t B = static_cast<int32_t>(kCtx.size());
     uint64_t seed = 1;
     for (Mode m : {Mode::kNormal, Mode::kLowEntropy, Mode::kSpecial, Mode::kWide, Mode::kPositive}) {
-        runCase<typename TypeParam::T>(
-            TypeParam::kDt, kCtx, 200, {B * 5 + 1, 5, 2, 384, 256}, Pages::kFull, m, m, seed++);
-        runCase<typename TypeParam::T>(
-            TypeParam::kDt, kCtx, 200, {B * 5 + 1, 5, 1, 200, 72}, Pages::kHoles, m, Mode::kNormal, seed++);
+        runCase<typename TypeParam::T>(TypeParam::kDt, kCtx, 200, {B * 5 + 1, 5, 2, 384, 256}, Pages::kFull, m, m,
+                                       seed++);
+        runCase<typename TypeParam::T>(TypeParam::kDt, kCtx, 200, {B * 5 + 1, 5, 1, 200, 72}, Pages::kHoles, m,
+                                       Mode::kNormal, seed++);
     }
 }
 
 TYPED_TEST(DecodeScoresTest, LongContext) {
     // 8192 visible blocks in one row, page table of 256 slots.
     runCase<typename TypeParam::T>(TypeParam::kDt, {32769, 32768, 5000}, 8200, {3 * 257, 257, 1, 256, 128},
-        Pages::kFull, Mode::kNormal, Mode::kNormal, 40);
+                                   Pages::kFull, Mode::kNormal, Mode::kNormal, 40);
 }
 
 } // namespace

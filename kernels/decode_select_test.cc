@@ -23,37 +23,59 @@ enum class Row {
 
 char const* rowName(Row r) {
     switch (r) {
-    case Row::kThreeValues: return "threeValues";
-    case Row::kNaNUnread: return "nanUnread";
-    case Row::kThresholdTies: return "thresholdTies";
-    case Row::kLowBits: return "lowBits";
-    case Row::kHighBits: return "highBits";
-    case Row::kSpecials: return "specials";
-    case Row::kAllEqual: return "allEqual";
-    case Row::kRandom: return "random";
+    case Row::kThreeValues:
+        return "threeValues";
+    case Row::kNaNUnread:
+        return "nanUnread";
+    case Row::kThresholdTies:
+        return "thresholdTies";
+    case Row::kLowBits:
+        return "lowBits";
+    case Row::kHighBits:
+        return "highBits";
+    case Row::kSpecials:
+        return "specials";
+    case Row::kAllEqual:
+        return "allEqual";
+    case Row::kRandom:
+        return "random";
     }
     return "?";
 }
 
 void fillRow(float* row, int32_t nVis, Row kind, Rng& rng) {
-    static uint32_t const specials[] = {0x80000000u, 0x00000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u,
-        0xFFC00000u, 0x7F800001u, 0xFF7FFFFFu, 0x00000001u, 0x80000001u, 0x3F800000u, 0x40000000u};
+    static uint32_t const specials[] = {0x80000000u, 0x00000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00000u,
+                                        0x7F800001u, 0xFF7FFFFFu, 0x00000001u, 0x80000001u, 0x3F800000u, 0x40000000u};
     std::vector<int32_t> perm(nVis);
     std::iota(perm.begin(), perm.end(), 0);
     std::shuffle(perm.begin(), perm.end(), rng);
     for (int32_t i = 0; i < nVis; ++i) {
         float& x = row[perm[i]];
         switch (kind) {
-        case Row::kThreeValues: x = 1.0f + static_cast<float>(rng() % 3); break;
-        case Row::kNaNUnread: x = bitsFloat(0x7FC00000u | static_cast<uint32_t>(i)); break;
+        case Row::kThreeValues:
+            x = 1.0f + static_cast<float>(rng() % 3);
+            break;
+        case Row::kNaNUnread:
+            x = bitsFloat(0x7FC00000u | static_cast<uint32_t>(i));
+            break;
         case Row::kThresholdTies:
             x = i < 400 ? 5.0f + static_cast<float>(i) * 0.01f : (i < 700 ? 2.0f : 1.0f);
             break;
-        case Row::kLowBits: x = bitsFloat(0x3F800000u + static_cast<uint32_t>(rng() % 256)); break;
-        case Row::kHighBits: x = bitsFloat((static_cast<uint32_t>(rng() % 64) << 24) | 0x00123456u); break;
-        case Row::kSpecials: x = bitsFloat(specials[rng() % 12]); break;
-        case Row::kAllEqual: x = 0.0f; break;
-        case Row::kRandom: x = std::uniform_real_distribution<float>(0.0f, 100.0f)(rng); break;
+        case Row::kLowBits:
+            x = bitsFloat(0x3F800000u + static_cast<uint32_t>(rng() % 256));
+            break;
+        case Row::kHighBits:
+            x = bitsFloat((static_cast<uint32_t>(rng() % 64) << 24) | 0x00123456u);
+            break;
+        case Row::kSpecials:
+            x = bitsFloat(specials[rng() % 12]);
+            break;
+        case Row::kAllEqual:
+            x = 0.0f;
+            break;
+        case Row::kRandom:
+            x = std::uniform_real_distribution<float>(0.0f, 100.0f)(rng);
+            break;
         }
     }
 }
@@ -97,10 +119,17 @@ void runCase(std::vector<SelRow> const& rows, int32_t maxBlocks, uint64_t seed) 
 TEST(DecodeSelectTest, TiesAtThreshold) {
     uint64_t seed = 1;
     for (int rep = 0; rep < 4; ++rep) {
-        runCase({{8003, Row::kThreeValues}, {8000, Row::kThreeValues}, {4001, Row::kThresholdTies},
-                    {2052, Row::kThreeValues}, {2053, Row::kAllEqual}, {8002, Row::kAllEqual},
-                    {12000, Row::kLowBits}, {6000, Row::kHighBits}, {9000, Row::kSpecials}, {3001, Row::kRandom}},
-            3000, seed++);
+        runCase({{8003, Row::kThreeValues},
+                 {8000, Row::kThreeValues},
+                 {4001, Row::kThresholdTies},
+                 {2052, Row::kThreeValues},
+                 {2053, Row::kAllEqual},
+                 {8002, Row::kAllEqual},
+                 {12000, Row::kLowBits},
+                 {6000, Row::kHighBits},
+                 {9000, Row::kSpecials},
+                 {3001, Row::kRandom}},
+                3000, seed++);
     }
 }
 
@@ -114,22 +143,30 @@ TEST(DecodeSelectTest, SmallNVisReadsNoLogit) {
 
 TEST(DecodeSelectTest, InvalidRowsAndEdges) {
     // ctx < 1 and ceilDiv(ctx, 4) > maxBlocks are invalid (all -1); ctx == 4 * maxBlocks is the last valid.
-    runCase({{0, Row::kRandom}, {-1, Row::kRandom}, {4 * 700 + 1, Row::kRandom}, {4 * 700, Row::kRandom},
-                {4 * 700 - 1, Row::kThreeValues}, {2053, Row::kSpecials}},
-        700, 20);
+    runCase({{0, Row::kRandom},
+             {-1, Row::kRandom},
+             {4 * 700 + 1, Row::kRandom},
+             {4 * 700, Row::kRandom},
+             {4 * 700 - 1, Row::kThreeValues},
+             {2053, Row::kSpecials}},
+            700, 20);
 }
 
 TEST(DecodeSelectTest, LongContext) {
-    runCase({{131072, Row::kRandom}, {131075, Row::kThreeValues}, {131073, Row::kLowBits},
-                {100003, Row::kSpecials}, {131072, Row::kAllEqual}},
-        32769, 30);
+    runCase({{131072, Row::kRandom},
+             {131075, Row::kThreeValues},
+             {131073, Row::kLowBits},
+             {100003, Row::kSpecials},
+             {131072, Row::kAllEqual}},
+            32769, 30);
 }
 
 TEST(ZeroSplitCountersTest, OnlyRowsBelowBatch) {
     for (auto bk : std::vector<std::pair<int, int>>{{1, 1}, {7, 2}, {64, 3}}) {
         int32_t maxB = bk.first + 3;
         std::vector<int32_t> init(size_t(maxB) * bk.second);
-        for (size_t i = 0; i < init.size(); ++i) init[i] = static_cast<int32_t>(i * 7 + 1);
+        for (size_t i = 0; i < init.size(); ++i)
+            init[i] = static_cast<int32_t>(i * 7 + 1);
         std::vector<int32_t> expect = init;
         ref::zeroSplitCounters(expect.data(), bk.first, bk.second);
         DevBuf<int32_t> d(init);

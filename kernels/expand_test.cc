@@ -10,12 +10,13 @@ namespace {
 struct ECase {
     int32_t B, S;
     std::vector<int32_t> ctx;
-    int32_t rowBegin, rowEnd;  // rowEnd < 0: B * S
+    int32_t rowBegin, rowEnd; // rowEnd < 0: B * S
 };
 
 void runCase(ECase k, uint64_t seed) {
     int32_t const MB = (k.S + 3) / 4;
-    if (k.rowEnd < 0) k.rowEnd = k.B * k.S;
+    if (k.rowEnd < 0)
+        k.rowEnd = k.B * k.S;
     Rng rng(seed);
     // Each row's sorted ids: a permutation of [0, MB) (what the sort emits).
     std::vector<int32_t> ids(size_t(k.rowEnd - k.rowBegin) * MB);
@@ -24,8 +25,8 @@ void runCase(ECase k, uint64_t seed) {
         std::iota(row, row + MB, 0);
         std::shuffle(row, row + MB, rng);
     }
-    std::string p = params("B=", k.B, " S=", k.S, " ctx=", ctxStr(k.ctx), " rows=[", k.rowBegin, ",", k.rowEnd,
-        ") seed=", seed);
+    std::string p =
+        params("B=", k.B, " S=", k.S, " ctx=", ctxStr(k.ctx), " rows=[", k.rowBegin, ",", k.rowEnd, ") seed=", seed);
     SCOPED_TRACE(p);
     size_t n = size_t(k.B) * k.S * ref::kIndexWidth;
     std::vector<int32_t> expect(n, 0x5A5A5A5A);

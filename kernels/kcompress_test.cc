@@ -16,27 +16,29 @@ struct KCase {
     int32_t B, S;
     std::vector<int32_t> ctx;
     int32_t pastLen;
-    int32_t blockBegin, blockEnd;  // blockEnd < 0: numBlocks
+    int32_t blockBegin, blockEnd; // blockEnd < 0: numBlocks
     Mode qk;
     Gamma gamma;
 };
 
 std::string kStr(DType dt, KCase const& k, int32_t numBlocks) {
     return params(dtName(dt), " B=", k.B, " S=", k.S, " ctx=", ctxStr(k.ctx), " pastLen=", k.pastLen,
-        " numBlocks=", numBlocks, " blocks=[", k.blockBegin, ",", k.blockEnd, ") qk=", modeName(k.qk),
-        " gamma=", gammaName(k.gamma));
+                  " numBlocks=", numBlocks, " blocks=[", k.blockBegin, ",", k.blockEnd, ") qk=", modeName(k.qk),
+                  " gamma=", gammaName(k.gamma));
 }
 
 // Dense launcher, and the paged one on a pool when `pages` is given.
 template <typename T>
 void runCase(DType dt, KCase k, bool paged, Pages pages, uint64_t seed) {
     int32_t const numBlocks = (k.pastLen + k.S + 3) / 4;
-    if (k.blockEnd < 0) k.blockEnd = numBlocks;
+    if (k.blockEnd < 0)
+        k.blockEnd = numBlocks;
     Rng rng(seed);
     std::vector<uint16_t> qk = randomT(dt, size_t(k.B) * k.S * ref::kQkWidth, k.qk, rng);
     // Tokens of a sequence at or after ctx are padding: never read (contract section 4, K1b).
     std::vector<int32_t> rowsCtx(k.ctx.size());
-    for (size_t b = 0; b < k.ctx.size(); ++b) rowsCtx[b] = std::max(0, k.ctx[b] - k.pastLen);
+    for (size_t b = 0; b < k.ctx.size(); ++b)
+        rowsCtx[b] = std::max(0, k.ctx[b] - k.pastLen);
     poisonPaddedRows(dt, qk, k.B, k.S, rowsCtx);
     std::vector<float> cosSin = makeCosSin(k.pastLen + k.S);
     std::vector<uint16_t> wK = makeGamma(dt, k.gamma, rng);
@@ -44,7 +46,7 @@ void runCase(DType dt, KCase k, bool paged, Pages pages, uint64_t seed) {
     ref::PoolDims dims{k.B * 6 + 3, 6, 2, 384, 256};
     ref::HostPool hp = makeHostPool(dt, k.B, dims, pages, rng);
     std::string p = kStr(dt, k, numBlocks) + (paged ? " paged " + poolParams(dims) : " dense") +
-        (pages == Pages::kHoles ? " holes" : "") + params(" seed=", seed);
+                    (pages == Pages::kHoles ? " holes" : "") + params(" seed=", seed);
     SCOPED_TRACE(p);
 
     size_t n = size_t(k.B) * numBlocks * ref::kHeadDim;
@@ -57,16 +59,16 @@ void runCase(DType dt, KCase k, bool paged, Pages pages, uint64_t seed) {
     Stream st;
     if (paged) {
         ref::kCompressPaged(dt, expect.data(), qk.data(), cosSin.data(), k.ctx.data(), wK.data(), eps, k.B, k.S,
-            numBlocks, k.blockBegin, k.blockEnd, k.pastLen, viewOf(hp));
+                            numBlocks, k.blockBegin, k.blockEnd, k.pastLen, viewOf(hp));
         kn::launchQsaKCompressPaged<T>(reinterpret_cast<T*>(out.get()), reinterpret_cast<T const*>(dQk.get()),
-            dCs.get(), dCtx.get(), reinterpret_cast<T const*>(dW.get()), eps, k.B, k.S, numBlocks, k.blockBegin,
-            k.blockEnd, k.pastLen, dp.state(), st.get());
+                                       dCs.get(), dCtx.get(), reinterpret_cast<T const*>(dW.get()), eps, k.B, k.S,
+                                       numBlocks, k.blockBegin, k.blockEnd, k.pastLen, dp.state(), st.get());
     } else {
-        ref::kCompress(dt, expect.data(), qk.data(), cosSin.data(), k.ctx.data(), wK.data(), eps, k.B, k.S,
-            numBlocks, k.blockBegin, k.blockEnd, k.pastLen);
+        ref::kCompress(dt, expect.data(), qk.data(), cosSin.data(), k.ctx.data(), wK.data(), eps, k.B, k.S, numBlocks,
+                       k.blockBegin, k.blockEnd, k.pastLen);
         kn::launchQsaKCompress<T>(reinterpret_cast<T*>(out.get()), reinterpret_cast<T const*>(dQk.get()), dCs.get(),
-            dCtx.get(), reinterpret_cast<T const*>(dW.get()), eps, k.B, k.S, numBlocks, k.blockBegin, k.blockEnd,
-            k.pastLen, st.get());
+                                  dCtx.get(), reinterpret_cast<T const*>(dW.get()), eps, k.B, k.S, numBlocks,
+                                  k.blockBegin, k.blockEnd, k.pastLen, st.get());
     }
     st.sync();
     KT_CUDA(cudaGetLastError());
@@ -81,23 +83,25 @@ std::vector<KCase> cases() {
         {12, 9, small, 0, 0, -1, Mode::kNormal, Gamma::kSmall},
         {12, 9, small, 0, 0, -1, Mode::kSpecial, Gamma::kExtreme},
         {7, 2053, {2047, 2048, 2049, 2050, 2051, 2052, 2053}, 0, 0, -1, Mode::kNormal, Gamma::kSmall},
-        {2, 2053, {2053, 2046}, 0, 100, 400, Mode::kLowEntropy, Gamma::kSmall},      // a block range
-        {2, 2053, {2053, 2046}, 0, 511, 513, Mode::kWide, Gamma::kSpecial},          // around block 512
-        {3, 13, {21, 10, 19}, 8, 0, -1, Mode::kNormal, Gamma::kSmall},               // pastLen > 0
-        {2, 11, {17, 14}, 6, 1, 4, Mode::kNormal, Gamma::kExtreme},                  // pastLen % 4 != 0
-        {2, 645, {645, 300}, 0, 0, -1, Mode::kSpecial, Gamma::kSmall},               // crosses pages 0..5
+        {2, 2053, {2053, 2046}, 0, 100, 400, Mode::kLowEntropy, Gamma::kSmall}, // a block range
+        {2, 2053, {2053, 2046}, 0, 511, 513, Mode::kWide, Gamma::kSpecial},     // around block 512
+        {3, 13, {21, 10, 19}, 8, 0, -1, Mode::kNormal, Gamma::kSmall},          // pastLen > 0
+        {2, 11, {17, 14}, 6, 1, 4, Mode::kNormal, Gamma::kExtreme},             // pastLen % 4 != 0
+        {2, 645, {645, 300}, 0, 0, -1, Mode::kSpecial, Gamma::kSmall},          // crosses pages 0..5
     };
 }
 
 TYPED_TEST(KCompressTest, Dense) {
     uint64_t seed = 100;
-    for (KCase const& k : cases()) runCase<typename TypeParam::T>(TypeParam::kDt, k, false, Pages::kFull, seed++);
+    for (KCase const& k : cases())
+        runCase<typename TypeParam::T>(TypeParam::kDt, k, false, Pages::kFull, seed++);
 }
 
 TYPED_TEST(KCompressTest, PagedFullTable) {
     uint64_t seed = 200;
     for (KCase const& k : cases()) {
-        if (k.pastLen + k.S > 6 * 128) continue;
+        if (k.pastLen + k.S > 6 * 128)
+            continue;
         runCase<typename TypeParam::T>(TypeParam::kDt, k, true, Pages::kFull, seed++);
     }
 }
@@ -105,24 +109,25 @@ TYPED_TEST(KCompressTest, PagedFullTable) {
 TYPED_TEST(KCompressTest, PagedHolesNeverDereferenced) {
     uint64_t seed = 300;
     for (KCase k : cases()) {
-        if (k.pastLen + k.S > 6 * 128) continue;
+        if (k.pastLen + k.S > 6 * 128)
+            continue;
         runCase<typename TypeParam::T>(TypeParam::kDt, k, true, Pages::kHoles, seed++);
     }
     // Sequences longer than maxPagesPerSeq * 128: slot indices past the table are dropped.
-    runCase<typename TypeParam::T>(
-        TypeParam::kDt, {2, 1001, {1001, 800}, 0, 0, -1, Mode::kNormal, Gamma::kSmall}, true, Pages::kHoles, 399);
+    runCase<typename TypeParam::T>(TypeParam::kDt, {2, 1001, {1001, 800}, 0, 0, -1, Mode::kNormal, Gamma::kSmall}, true,
+                                   Pages::kHoles, 399);
 }
 
 // Raw-k tail scatter: raw k of tokens [ctx - ctx % 4, ctx) to their K-tails, bit-unmodified.
 template <typename T>
 void runScatter(DType dt, int32_t B, int32_t S, std::vector<int32_t> ctx, Pages pages, ref::PoolDims dims,
-    uint64_t seed) {
+                uint64_t seed) {
     Rng rng(seed);
     std::vector<uint16_t> qk = randomT(dt, size_t(B) * S * ref::kQkWidth, Mode::kSpecial, rng);
     poisonPaddedRows(dt, qk, B, S, ctx);
     ref::HostPool hp = makeHostPool(dt, B, dims, pages, rng);
     std::string p = params(dtName(dt), " B=", B, " S=", S, " ctx=", ctxStr(ctx), " ", poolParams(dims),
-        pages == Pages::kHoles ? " holes" : " full", " seed=", seed);
+                           pages == Pages::kHoles ? " holes" : " full", " seed=", seed);
     SCOPED_TRACE(p);
     DevBuf<uint16_t> dQk(qk);
     DevBuf<int32_t> dCtx(ctx);

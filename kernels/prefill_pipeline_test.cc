@@ -22,7 +22,8 @@ void checkCase(DType dt, PrefillSpec const& s, bool withPool, Pages pages = Page
     ref::PrefillCase c = makePrefillCase(dt, s);
     ref::PrefillResult r = ref::runPrefill(c);
     EXPECT_TRUE(bitsEqual(r.outIdx, gpuPrefill<T>(c), {"outIdx", p, size_t(ref::kIndexWidth)}));
-    if (!withPool) return;
+    if (!withPool)
+        return;
     Rng rng(s.seed + 77);
     int32_t pagesPerSeq = (s.S + ref::kTokensPerPage - 1) / ref::kTokensPerPage;
     ref::PoolDims dims{s.B * pagesPerSeq + 2, pagesPerSeq, 2, 384, 256};
@@ -41,8 +42,17 @@ TEST(PrefillWorkspace, SizeMatchesReferenceFormula) {
     // Section 6 with CUB's own query for one chunk of Rc rows x MB. The runner sorts over a DoubleBuffer
     // (issue 4), so the query is the DoubleBuffer form (test_cub_query.cu, written here); the public
     // getQsaSortTempBytes answers for the launcher that keeps its inputs, a different CUB call.
-    for (auto bs : std::vector<std::pair<int, int>>{{1, 1}, {1, 9}, {13, 9}, {3, 2053}, {8, 4096}, {1, 8192},
-             {8, 8192}, {1, 32768}, {1, 65536}, {2, 65536}, {64, 1000}}) {
+    for (auto bs : std::vector<std::pair<int, int>>{{1, 1},
+                                                    {1, 9},
+                                                    {13, 9},
+                                                    {3, 2053},
+                                                    {8, 4096},
+                                                    {1, 8192},
+                                                    {8, 8192},
+                                                    {1, 32768},
+                                                    {1, 65536},
+                                                    {2, 65536},
+                                                    {64, 1000}}) {
         int32_t B = bs.first, S = bs.second, MB = (S + 3) / 4;
         int64_t rc = ref::prefillChunkRows(B, S);
         size_t cub = cubDoubleBufferSortQuery(static_cast<int32_t>(rc), MB);
@@ -90,7 +100,7 @@ TYPED_TEST(PrefillTest, AroundBudget) {
     s.ctx = {2047, 2048, 2049, 2050, 2051, 2052, 2053, 2044};
     s.seed = 100;
     checkCase<typename TypeParam::T>(TypeParam::kDt, s, true);
-    s.qk = Mode::kLowEntropy;  // many equal logits: the tie rule decides which blocks are kept
+    s.qk = Mode::kLowEntropy; // many equal logits: the tie rule decides which blocks are kept
     s.seed = 101;
     checkCase<typename TypeParam::T>(TypeParam::kDt, s, true, Pages::kHoles);
 }
@@ -171,18 +181,23 @@ TYPED_TEST(PrefillTest, LongSequenceSampledRows) {
     ref::PrefillCase c = makePrefillCase(TypeParam::kDt, s);
     std::vector<int32_t> out = gpuPrefill<typename TypeParam::T>(c);
     std::vector<int64_t> rows;
-    for (int64_t t = 0; t < 10; ++t) rows.push_back(t);
-    for (int64_t t = 2045; t < 2054; ++t) rows.push_back(t);
-    for (int64_t t = 65527; t < 65536; ++t) rows.push_back(t);  // last valid rows, then padded ones
+    for (int64_t t = 0; t < 10; ++t)
+        rows.push_back(t);
+    for (int64_t t = 2045; t < 2054; ++t)
+        rows.push_back(t);
+    for (int64_t t = 65527; t < 65536; ++t)
+        rows.push_back(t); // last valid rows, then padded ones
     Rng rng(s.seed);
-    for (int i = 0; i < 24; ++i) rows.push_back(static_cast<int64_t>(rng() % 65536));
+    for (int i = 0; i < 24; ++i)
+        rows.push_back(static_cast<int64_t>(rng() % 65536));
     std::vector<int32_t> expect = ref::runPrefillRows(c, rows);
     std::vector<int32_t> got(rows.size() * ref::kIndexWidth);
     for (size_t i = 0; i < rows.size(); ++i) {
         std::copy_n(&out[size_t(rows[i]) * ref::kIndexWidth], ref::kIndexWidth, &got[i * ref::kIndexWidth]);
     }
     std::ostringstream rs;
-    for (size_t i = 0; i < rows.size(); ++i) rs << (i ? "," : "") << rows[i];
+    for (size_t i = 0; i < rows.size(); ++i)
+        rs << (i ? "," : "") << rows[i];
     EXPECT_TRUE(bitsEqual(expect, got, {"outIdx sampled rows", p + " rows(in order)=" + rs.str(), 2051}));
 }
 

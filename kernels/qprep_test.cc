@@ -33,9 +33,9 @@ void runCase(DType dt, QCase const& q, uint64_t seed) {
     ref::PrefillCase c = makePrefillCase(dt, s);
     size_t n = size_t(q.B) * q.S * ref::kNumHeads * ref::kHeadDim;
 
-    std::vector<uint16_t> expect(n, 0xFFFF);  // same poison as the device buffer: every cell must be written
+    std::vector<uint16_t> expect(n, 0xFFFF); // same poison as the device buffer: every cell must be written
     ref::qPrep(dt, expect.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(), c.wQ.data(), c.rmsEps,
-        q.B, q.S);
+               q.B, q.S);
 
     DevBuf<uint16_t> qk(c.indexQk), wQ(c.wQ), out(n);
     DevBuf<float> cs(c.cosSin);
@@ -43,7 +43,7 @@ void runCase(DType dt, QCase const& q, uint64_t seed) {
     out.fillBytes(0xFF);
     Stream st;
     kn::launchQsaQPrep<T>(reinterpret_cast<T*>(out.get()), reinterpret_cast<T const*>(qk.get()), cs.get(), ctx.get(),
-        reinterpret_cast<T const*>(wQ.get()), c.rmsEps, q.B, q.S, st.get());
+                          reinterpret_cast<T const*>(wQ.get()), c.rmsEps, q.B, q.S, st.get());
     st.sync();
     KT_CUDA(cudaGetLastError());
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"qNormed", p, ref::kHeadDim, dt}));
@@ -58,8 +58,8 @@ TYPED_TEST(QPrepTest, SmallContextsAndPadding) {
 }
 
 TYPED_TEST(QPrepTest, AroundBudgetAndOddS) {
-    runCase<typename TypeParam::T>(
-        TypeParam::kDt, {4, 2053, {2047, 2053, 2050, 2048}, Mode::kNormal, Gamma::kSmall, 1e-6f}, 12);
+    runCase<typename TypeParam::T>(TypeParam::kDt,
+                                   {4, 2053, {2047, 2053, 2050, 2048}, Mode::kNormal, Gamma::kSmall, 1e-6f}, 12);
     runCase<typename TypeParam::T>(TypeParam::kDt, {2, 4099, {4099, 1}, Mode::kWide, Gamma::kSmall, 1e-5f}, 13);
 }
 
@@ -73,8 +73,9 @@ TYPED_TEST(QPrepTest, ExtremeGammasOverflowToInf) {
 
 TYPED_TEST(QPrepTest, AnyRmsEps) {
     // rmsEps may be any float: 1/sqrt of 0, negative, inf, NaN and subnormal inputs follow IEEE.
-    float const eps[] = {0.0f, -0.0f, -1.0f, 1e30f, std::numeric_limits<float>::infinity(),
-        std::numeric_limits<float>::quiet_NaN(), 1e-45f, -1e-38f};
+    float const eps[] = {
+        0.0f,   -0.0f,  -1.0f, 1e30f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+        1e-45f, -1e-38f};
     for (float e : eps) {
         for (Mode m : {Mode::kNormal, Mode::kLowEntropy}) {
             runCase<typename TypeParam::T>(TypeParam::kDt, {2, 13, {13, 7}, m, Gamma::kSmall, e}, 15);

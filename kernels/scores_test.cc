@@ -14,25 +14,29 @@ TYPED_TEST_SUITE(ScoresTest, DTypes, DTypeNames);
 struct SCase {
     int32_t B, S;
     std::vector<int32_t> ctx;
-    int32_t rowBegin, rowEnd;  // rowEnd < 0: B * S
+    int32_t rowBegin, rowEnd; // rowEnd < 0: B * S
     Mode qMode, kMode;
 };
 
 template <typename T>
 void runCase(DType dt, SCase k, uint64_t seed) {
     int32_t const MB = (k.S + 3) / 4;
-    if (k.rowEnd < 0) k.rowEnd = k.B * k.S;
+    if (k.rowEnd < 0)
+        k.rowEnd = k.B * k.S;
     Rng rng(seed);
     std::vector<uint16_t> q = randomT(dt, size_t(k.B) * k.S * ref::kNumHeads * ref::kHeadDim, k.qMode, rng);
     std::vector<uint16_t> kb = randomT(dt, size_t(k.B) * MB * ref::kHeadDim, k.kMode, rng);
     // Padded q rows and kbar rows of invalid blocks hold NaN: invisible entries must read nothing.
     for (int32_t b = 0; b < k.B; ++b) {
         int32_t c = std::min(std::max(k.ctx[b], 0), k.S);
-        for (size_t i = size_t(b * k.S + c) * 512; i < size_t(b + 1) * k.S * 512; ++i) q[i] = tNaN(dt, int(i));
-        for (size_t i = (size_t(b) * MB + c / 4) * 128; i < size_t(b + 1) * MB * 128; ++i) kb[i] = tNaN(dt, int(i));
+        for (size_t i = size_t(b * k.S + c) * 512; i < size_t(b + 1) * k.S * 512; ++i)
+            q[i] = tNaN(dt, int(i));
+        for (size_t i = (size_t(b) * MB + c / 4) * 128; i < size_t(b + 1) * MB * 128; ++i)
+            kb[i] = tNaN(dt, int(i));
     }
-    std::string p = params(dtName(dt), " B=", k.B, " S=", k.S, " MB=", MB, " ctx=", ctxStr(k.ctx), " rows=[",
-        k.rowBegin, ",", k.rowEnd, ") q=", modeName(k.qMode), " kbar=", modeName(k.kMode), " seed=", seed);
+    std::string p =
+        params(dtName(dt), " B=", k.B, " S=", k.S, " MB=", MB, " ctx=", ctxStr(k.ctx), " rows=[", k.rowBegin, ",",
+               k.rowEnd, ") q=", modeName(k.qMode), " kbar=", modeName(k.kMode), " seed=", seed);
     SCOPED_TRACE(p);
     size_t n = size_t(k.rowEnd - k.rowBegin) * MB;
     std::vector<float> expect(n, bitsFloat(0x7FC12345u));
@@ -43,7 +47,7 @@ void runCase(DType dt, SCase k, uint64_t seed) {
     out.upload(std::vector<float>(n, bitsFloat(0x7FC12345u)));
     Stream st;
     kn::launchQsaScores<T>(out.get(), reinterpret_cast<T const*>(dq.get()), reinterpret_cast<T const*>(dk.get()),
-        dCtx.get(), k.B, k.S, k.rowBegin, k.rowEnd, st.get());
+                           dCtx.get(), k.B, k.S, k.rowBegin, k.rowEnd, st.get());
     st.sync();
     KT_CUDA(cudaGetLastError());
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"logits", p, size_t(MB), dt}));
@@ -61,8 +65,8 @@ TYPED_TEST(ScoresTest, AroundBudget) {
     std::vector<int32_t> around = {2047, 2048, 2049, 2050, 2051, 2052, 2053};
     runCase<typename TypeParam::T>(TypeParam::kDt, {7, 2053, around, 0, -1, Mode::kNormal, Mode::kNormal}, 10);
     // Many equal logits (ties for the sort) and +0.0 logits from relu.
-    runCase<typename TypeParam::T>(
-        TypeParam::kDt, {2, 2053, {2053, 2045}, 0, -1, Mode::kLowEntropy, Mode::kLowEntropy}, 11);
+    runCase<typename TypeParam::T>(TypeParam::kDt, {2, 2053, {2053, 2045}, 0, -1, Mode::kLowEntropy, Mode::kLowEntropy},
+                                   11);
     // Positive inputs: every dot product positive, large sums.
     runCase<typename TypeParam::T>(TypeParam::kDt, {1, 2050, {2050}, 0, -1, Mode::kPositive, Mode::kPositive}, 12);
 }
@@ -72,8 +76,8 @@ TYPED_TEST(ScoresTest, RowChunks) {
     std::vector<int32_t> ctx = {1030, 999, 1001};
     uint64_t seed = 20;
     for (auto r : std::vector<std::pair<int, int>>{{0, 1000}, {1000, 2061}, {2061, 3003}, {517, 518}, {3002, 3003}}) {
-        runCase<typename TypeParam::T>(
-            TypeParam::kDt, {3, 1001, ctx, r.first, r.second, Mode::kSpecial, Mode::kNormal}, seed++);
+        runCase<typename TypeParam::T>(TypeParam::kDt, {3, 1001, ctx, r.first, r.second, Mode::kSpecial, Mode::kNormal},
+                                       seed++);
     }
 }
 

@@ -14,12 +14,18 @@ enum class Keys { kRandom, kThreeValues, kAllEqual, kSpecials, kLowBits, kPrefix
 
 char const* keysName(Keys k) {
     switch (k) {
-    case Keys::kRandom: return "random";
-    case Keys::kThreeValues: return "threeValues";
-    case Keys::kAllEqual: return "allEqual";
-    case Keys::kSpecials: return "specials";
-    case Keys::kLowBits: return "lowBits";
-    case Keys::kPrefixThenMin: return "prefixThenMinusFltMax";
+    case Keys::kRandom:
+        return "random";
+    case Keys::kThreeValues:
+        return "threeValues";
+    case Keys::kAllEqual:
+        return "allEqual";
+    case Keys::kSpecials:
+        return "specials";
+    case Keys::kLowBits:
+        return "lowBits";
+    case Keys::kPrefixThenMin:
+        return "prefixThenMinusFltMax";
     }
     return "?";
 }
@@ -27,21 +33,31 @@ char const* keysName(Keys k) {
 std::vector<float> makeKeys(Keys kind, int32_t rows, int32_t cols, Rng& rng) {
     std::vector<float> k(size_t(rows) * cols);
     static uint32_t const specials[] = {0x80000000u, 0x00000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u,
-        0x7FC00001u, 0xFFC00000u, 0x7F800001u, 0xFF7FFFFFu, 0x7F7FFFFFu, 0x00000001u, 0x80000001u, 0x3F800000u};
+                                        0x7FC00001u, 0xFFC00000u, 0x7F800001u, 0xFF7FFFFFu, 0x7F7FFFFFu,
+                                        0x00000001u, 0x80000001u, 0x3F800000u};
     for (int32_t r = 0; r < rows; ++r) {
         int32_t vis = static_cast<int32_t>(rng() % (cols + 1));
         for (int32_t c = 0; c < cols; ++c) {
             float& x = k[size_t(r) * cols + c];
             switch (kind) {
-            case Keys::kRandom: x = std::uniform_real_distribution<float>(0.0f, 10.0f)(rng); break;
-            case Keys::kThreeValues: x = static_cast<float>(rng() % 3) * 0.25f; break;
-            case Keys::kAllEqual: x = 1.5f; break;
-            case Keys::kSpecials: x = bitsFloat(specials[rng() % 13]); break;
-            case Keys::kLowBits: x = bitsFloat(0x3F800000u + static_cast<uint32_t>(rng() % 5) * 0x10101u); break;
+            case Keys::kRandom:
+                x = std::uniform_real_distribution<float>(0.0f, 10.0f)(rng);
+                break;
+            case Keys::kThreeValues:
+                x = static_cast<float>(rng() % 3) * 0.25f;
+                break;
+            case Keys::kAllEqual:
+                x = 1.5f;
+                break;
+            case Keys::kSpecials:
+                x = bitsFloat(specials[rng() % 13]);
+                break;
+            case Keys::kLowBits:
+                x = bitsFloat(0x3F800000u + static_cast<uint32_t>(rng() % 5) * 0x10101u);
+                break;
             case Keys::kPrefixThenMin:
                 // What K2 writes: a visible prefix (+0.0, positive, +inf), then -FLT_MAX.
-                x = c < vis ? (rng() % 4 == 0 ? 0.0f : (rng() % 50 == 0 ? INFINITY : float(rng() % 7)))
-                            : -FLT_MAX;
+                x = c < vis ? (rng() % 4 == 0 ? 0.0f : (rng() % 50 == 0 ? INFINITY : float(rng() % 7))) : -FLT_MAX;
                 break;
             }
         }
@@ -56,10 +72,11 @@ void runCase(int32_t rows, int32_t cols, Keys kind, bool idsValues, uint64_t see
     if (idsValues) {
         ref::idsFill(vals.data(), rows, cols);
     } else {
-        for (auto& v : vals) v = static_cast<int32_t>(rng());
+        for (auto& v : vals)
+            v = static_cast<int32_t>(rng());
     }
     std::string p = params("numRows=", rows, " numBlocks=", cols, " keys=", keysName(kind),
-        " values=", idsValues ? "ids" : "random", " seed=", seed);
+                           " values=", idsValues ? "ids" : "random", " seed=", seed);
     SCOPED_TRACE(p);
     size_t n = keys.size();
     std::vector<float> eKeys(n);
@@ -74,8 +91,7 @@ void runCase(int32_t rows, int32_t cols, Keys kind, bool idsValues, uint64_t see
     DevBuf<uint8_t> temp(tempBytes);
     temp.fillBytes(0xFF);
     Stream st;
-    kn::launchQsaSortRows(
-        kIn.get(), kOut.get(), vIn.get(), vOut.get(), rows, cols, temp.get(), tempBytes, st.get());
+    kn::launchQsaSortRows(kIn.get(), kOut.get(), vIn.get(), vOut.get(), rows, cols, temp.get(), tempBytes, st.get());
     st.sync();
     KT_CUDA(cudaGetLastError());
     EXPECT_TRUE(bitsEqual(eVals, vOut.download(), {"sorted values", p, size_t(cols)}));
@@ -95,9 +111,9 @@ TEST_P(SortTest, Shapes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Keys, SortTest,
-    ::testing::Values(Keys::kRandom, Keys::kThreeValues, Keys::kAllEqual, Keys::kSpecials, Keys::kLowBits,
-        Keys::kPrefixThenMin),
-    [](::testing::TestParamInfo<Keys> const& i) { return std::string(keysName(i.param)); });
+                         ::testing::Values(Keys::kRandom, Keys::kThreeValues, Keys::kAllEqual, Keys::kSpecials,
+                                           Keys::kLowBits, Keys::kPrefixThenMin),
+                         [](::testing::TestParamInfo<Keys> const& i) { return std::string(keysName(i.param)); });
 
 TEST(SortTempBytes, NonZero) {
     EXPECT_GT(kn::getQsaSortTempBytes(256, 2048), 0u);

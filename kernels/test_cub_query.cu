@@ -14,9 +14,11 @@ size_t cubDoubleBufferSortQuery(int32_t numRows, int32_t numBlocks) {
     cub::DoubleBuffer<int32_t> values(nullptr, nullptr);
     size_t bytes = 0;
     // A query only: CUB reads neither the buffers nor the offsets.
-    cudaError_t e = cub::DeviceSegmentedRadixSort::SortPairsDescending(nullptr, bytes, keys, values,
-        numRows * numBlocks, numRows, static_cast<int const*>(nullptr), static_cast<int const*>(nullptr));
-    if (e != cudaSuccess) throw std::runtime_error(std::string("cubDoubleBufferSortQuery: ") + cudaGetErrorString(e));
+    cudaError_t e = cub::DeviceSegmentedRadixSort::SortPairsDescending(
+        nullptr, bytes, keys, values, numRows * numBlocks, numRows, static_cast<int const*>(nullptr),
+        static_cast<int const*>(nullptr));
+    if (e != cudaSuccess)
+        throw std::runtime_error(std::string("cubDoubleBufferSortQuery: ") + cudaGetErrorString(e));
     return bytes;
 }
 

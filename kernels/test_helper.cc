@@ -13,13 +13,15 @@ namespace ktest {
 void cudaCheck(cudaError_t e, char const* what, char const* file, int line) {
     if (e != cudaSuccess) {
         std::ostringstream os;
-        os << file << ":" << line << ": " << what << " failed: " << cudaGetErrorName(e) << " ("
-           << cudaGetErrorString(e) << ")";
+        os << file << ":" << line << ": " << what << " failed: " << cudaGetErrorName(e) << " (" << cudaGetErrorString(e)
+           << ")";
         throw std::runtime_error(os.str());
     }
 }
 
-char const* dtName(DType dt) { return dt == DType::kHalf ? "half" : "bf16"; }
+char const* dtName(DType dt) {
+    return dt == DType::kHalf ? "half" : "bf16";
+}
 
 uint32_t floatBits(float f) {
     uint32_t u;
@@ -39,14 +41,16 @@ static uint16_t floatToHalf(float f) {
     uint32_t x = floatBits(f);
     uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
     uint32_t ax = x & 0x7FFFFFFFu;
-    if (ax > 0x7F800000u) return 0x7FFF;
-    if (ax >= 0x47800000u) return sign | 0x7C00;  // >= 65536: inf (65520 ties up below)
-    if (ax >= 0x38800000u) {                      // half normal range
+    if (ax > 0x7F800000u)
+        return 0x7FFF;
+    if (ax >= 0x47800000u)
+        return sign | 0x7C00; // >= 65536: inf (65520 ties up below)
+    if (ax >= 0x38800000u) {  // half normal range
         ax += 0xFFFu + ((ax >> 13) & 1u);
         uint32_t h = (ax - 0x38000000u) >> 13;
         return sign | static_cast<uint16_t>(h >= 0x7C00u ? 0x7C00u : h);
     }
-    float q = std::fabs(f) * 16777216.0f;  // exact: scaling by 2^24
+    float q = std::fabs(f) * 16777216.0f; // exact: scaling by 2^24
     return sign | static_cast<uint16_t>(std::nearbyint(q));
 }
 
@@ -57,14 +61,17 @@ static float halfToFloat(uint16_t h) {
         float v = std::ldexp(static_cast<float>(m), -24);
         return sign ? -v : v;
     }
-    if (e == 31) return bitsFloat(sign | 0x7F800000u | (m << 13));
+    if (e == 31)
+        return bitsFloat(sign | 0x7F800000u | (m << 13));
     return bitsFloat(sign | ((e - 15 + 127) << 23) | (m << 13));
 }
 
 uint16_t toT(DType dt, float f) {
-    if (dt == DType::kHalf) return floatToHalf(f);
+    if (dt == DType::kHalf)
+        return floatToHalf(f);
     uint32_t u = floatBits(f);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FFF;
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u)
+        return 0x7FFF;
     u += 0x7FFFu + ((u >> 16) & 1u);
     return static_cast<uint16_t>(u >> 16);
 }
@@ -73,9 +80,15 @@ float fromT(DType dt, uint16_t bits) {
     return dt == DType::kHalf ? halfToFloat(bits) : bitsFloat(uint32_t(bits) << 16);
 }
 
-uint16_t tPosInf(DType dt) { return dt == DType::kHalf ? 0x7C00 : 0x7F80; }
-uint16_t tNegInf(DType dt) { return dt == DType::kHalf ? 0xFC00 : 0xFF80; }
-uint16_t tMaxFinite(DType dt) { return dt == DType::kHalf ? 0x7BFF : 0x7F7F; }
+uint16_t tPosInf(DType dt) {
+    return dt == DType::kHalf ? 0x7C00 : 0x7F80;
+}
+uint16_t tNegInf(DType dt) {
+    return dt == DType::kHalf ? 0xFC00 : 0xFF80;
+}
+uint16_t tMaxFinite(DType dt) {
+    return dt == DType::kHalf ? 0x7BFF : 0x7F7F;
+}
 uint16_t tNaN(DType dt, int variant) {
     static uint16_t const h[] = {0x7E00, 0xFE00, 0x7C01, 0x7FFF, 0xFD55};
     static uint16_t const b[] = {0x7FC0, 0xFFC0, 0x7F81, 0x7FFF, 0xFFAA};
@@ -85,20 +98,28 @@ uint16_t tNaN(DType dt, int variant) {
 
 char const* modeName(Mode m) {
     switch (m) {
-    case Mode::kNormal: return "normal";
-    case Mode::kLowEntropy: return "lowEntropy";
-    case Mode::kWide: return "wide";
-    case Mode::kSpecial: return "special";
-    case Mode::kPositive: return "positive";
+    case Mode::kNormal:
+        return "normal";
+    case Mode::kLowEntropy:
+        return "lowEntropy";
+    case Mode::kWide:
+        return "wide";
+    case Mode::kSpecial:
+        return "special";
+    case Mode::kPositive:
+        return "positive";
     }
     return "?";
 }
 
 char const* gammaName(Gamma g) {
     switch (g) {
-    case Gamma::kSmall: return "small";
-    case Gamma::kExtreme: return "extreme";
-    case Gamma::kSpecial: return "special";
+    case Gamma::kSmall:
+        return "small";
+    case Gamma::kExtreme:
+        return "extreme";
+    case Gamma::kSpecial:
+        return "special";
     }
     return "?";
 }
@@ -106,8 +127,10 @@ char const* gammaName(Gamma g) {
 static float randomValue(Mode m, Rng& rng) {
     std::uniform_real_distribution<float> u(-2.0f, 2.0f);
     switch (m) {
-    case Mode::kNormal: return u(rng);
-    case Mode::kPositive: return std::uniform_real_distribution<float>(0.0f, 1.0f)(rng);
+    case Mode::kNormal:
+        return u(rng);
+    case Mode::kPositive:
+        return std::uniform_real_distribution<float>(0.0f, 1.0f)(rng);
     case Mode::kLowEntropy: {
         static float const v[] = {0.0f, 0.5f, 1.0f, -1.0f};
         return v[rng() % 4];
@@ -118,7 +141,8 @@ static float randomValue(Mode m, Rng& rng) {
         float v = std::ldexp(mant, e);
         return (rng() & 1) ? -v : v;
     }
-    case Mode::kSpecial: return u(rng);
+    case Mode::kSpecial:
+        return u(rng);
     }
     return 0.0f;
 }
@@ -128,14 +152,30 @@ std::vector<uint16_t> randomT(DType dt, size_t n, Mode m, Rng& rng) {
     for (size_t i = 0; i < n; ++i) {
         if (m == Mode::kSpecial && rng() % 32 == 0) {
             switch (rng() % 8) {
-            case 0: v[i] = tPosInf(dt); break;
-            case 1: v[i] = tNegInf(dt); break;
-            case 2: v[i] = tNaN(dt, static_cast<int>(rng() % 5)); break;
-            case 3: v[i] = 0x0000; break;
-            case 4: v[i] = 0x8000; break;
-            case 5: v[i] = 0x0001; break;  // smallest subnormal
-            case 6: v[i] = tMaxFinite(dt); break;
-            default: v[i] = 0x8000 | tMaxFinite(dt); break;
+            case 0:
+                v[i] = tPosInf(dt);
+                break;
+            case 1:
+                v[i] = tNegInf(dt);
+                break;
+            case 2:
+                v[i] = tNaN(dt, static_cast<int>(rng() % 5));
+                break;
+            case 3:
+                v[i] = 0x0000;
+                break;
+            case 4:
+                v[i] = 0x8000;
+                break;
+            case 5:
+                v[i] = 0x0001;
+                break; // smallest subnormal
+            case 6:
+                v[i] = tMaxFinite(dt);
+                break;
+            default:
+                v[i] = 0x8000 | tMaxFinite(dt);
+                break;
             }
             continue;
         }
@@ -148,8 +188,8 @@ std::vector<float> randomF32(size_t n, Mode m, Rng& rng) {
     std::vector<float> v(n);
     for (size_t i = 0; i < n; ++i) {
         if (m == Mode::kSpecial && rng() % 32 == 0) {
-            static uint32_t const s[] = {0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00001u, 0x00000000u,
-                0x80000000u, 0x00000001u, 0xFF7FFFFFu};
+            static uint32_t const s[] = {0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00001u,
+                                         0x00000000u, 0x80000000u, 0x00000001u, 0xFF7FFFFFu};
             v[i] = bitsFloat(s[rng() % 8]);
             continue;
         }
@@ -165,16 +205,29 @@ std::vector<uint16_t> makeGamma(DType dt, Gamma g, Rng& rng) {
         x = toT(dt, small);
         if (g == Gamma::kExtreme) {
             switch (rng() % 4) {
-            case 0: x = tMaxFinite(dt); break;
-            case 1: x = 0x8000 | tMaxFinite(dt); break;
-            case 2: x = toT(dt, -1.0f); break;  // 1 + w == 0
-            default: break;
+            case 0:
+                x = tMaxFinite(dt);
+                break;
+            case 1:
+                x = 0x8000 | tMaxFinite(dt);
+                break;
+            case 2:
+                x = toT(dt, -1.0f);
+                break; // 1 + w == 0
+            default:
+                break;
             }
         } else if (g == Gamma::kSpecial && rng() % 8 == 0) {
             switch (rng() % 3) {
-            case 0: x = tPosInf(dt); break;
-            case 1: x = tNegInf(dt); break;
-            default: x = tNaN(dt, static_cast<int>(rng() % 5)); break;
+            case 0:
+                x = tPosInf(dt);
+                break;
+            case 1:
+                x = tNegInf(dt);
+                break;
+            default:
+                x = tNaN(dt, static_cast<int>(rng() % 5));
+                break;
             }
         }
     }
@@ -209,7 +262,8 @@ ref::HostPool makeHostPool(DType dt, int32_t B, ref::PoolDims dims, Pages pages,
     ref::HostPool h;
     h.dims = dims;
     int32_t const P = dims.maxPagesPerSeq;
-    if (int64_t(B) * P > dims.numPages) throw std::runtime_error("makeHostPool: numPages < B * maxPagesPerSeq");
+    if (int64_t(B) * P > dims.numPages)
+        throw std::runtime_error("makeHostPool: numPages < B * maxPagesPerSeq");
     std::vector<int32_t> kIds(dims.numPages), vIds(dims.numPages);
     std::iota(kIds.begin(), kIds.end(), 0);
     std::iota(vIds.begin(), vIds.end(), dims.numPages);
@@ -238,11 +292,13 @@ ref::HostPool makeHostPool(DType dt, int32_t B, ref::PoolDims dims, Pages pages,
     return h;
 }
 
-ref::PoolView viewOf(ref::HostPool& h) { return ref::PoolView{h.data.data(), h.pageTable.data(), h.dims}; }
+ref::PoolView viewOf(ref::HostPool& h) {
+    return ref::PoolView{h.data.data(), h.pageTable.data(), h.dims};
+}
 
 std::string poolParams(ref::PoolDims const& d) {
     return params("pool{numPages=", d.numPages, " maxPagesPerSeq=", d.maxPagesPerSeq, " numKVHeads=", d.numKVHeads,
-        " poolHeadDim=", d.poolHeadDim, " headSize=", d.headSize, "}");
+                  " poolHeadDim=", d.poolHeadDim, " headSize=", d.headSize, "}");
 }
 
 static std::string showElem(Elem kind, size_t elemBytes, unsigned char const* p, DType dt) {
@@ -263,15 +319,17 @@ static std::string showElem(Elem kind, size_t elemBytes, unsigned char const* p,
     return os.str();
 }
 
-::testing::AssertionResult bitsEqualRaw(
-    Elem kind, size_t elemBytes, void const* expected, void const* actual, size_t n, CmpOpts const& o) {
+::testing::AssertionResult bitsEqualRaw(Elem kind, size_t elemBytes, void const* expected, void const* actual, size_t n,
+                                        CmpOpts const& o) {
     auto const* e = static_cast<unsigned char const*>(expected);
     auto const* a = static_cast<unsigned char const*>(actual);
-    if (std::memcmp(e, a, n * elemBytes) == 0) return ::testing::AssertionSuccess();
+    if (std::memcmp(e, a, n * elemBytes) == 0)
+        return ::testing::AssertionSuccess();
     size_t count = 0;
     std::ostringstream os;
     for (size_t i = 0; i < n; ++i) {
-        if (std::memcmp(e + i * elemBytes, a + i * elemBytes, elemBytes) == 0) continue;
+        if (std::memcmp(e + i * elemBytes, a + i * elemBytes, elemBytes) == 0)
+            continue;
         if (count < size_t(o.maxPrint)) {
             os << "\n  " << o.what;
             if (o.rowWidth > 0) {
@@ -291,14 +349,15 @@ static std::string showElem(Elem kind, size_t elemBytes, unsigned char const* p,
 std::string ctxStr(std::vector<int32_t> const& ctx) {
     std::ostringstream os;
     os << "{";
-    for (size_t i = 0; i < ctx.size(); ++i) os << (i ? "," : "") << ctx[i];
+    for (size_t i = 0; i < ctx.size(); ++i)
+        os << (i ? "," : "") << ctx[i];
     os << "}";
     return os.str();
 }
 
 std::string specStr(DType dt, PrefillSpec const& s) {
     return params(dtName(dt), " B=", s.B, " S=", s.S, " ctx=", ctxStr(s.ctx), " qk=", modeName(s.qk),
-        " gamma=", gammaName(s.gamma), " poison=", s.poison, " rmsEps=", s.rmsEps, " seed=", s.seed);
+                  " gamma=", gammaName(s.gamma), " poison=", s.poison, " rmsEps=", s.rmsEps, " seed=", s.seed);
 }
 
 ref::PrefillCase makePrefillCase(DType dt, PrefillSpec const& s) {
@@ -308,7 +367,8 @@ ref::PrefillCase makePrefillCase(DType dt, PrefillSpec const& s) {
     c.batchSize = s.B;
     c.seqLen = s.S;
     c.indexQk = randomT(dt, size_t(s.B) * s.S * ref::kQkWidth, s.qk, rng);
-    if (s.poison) poisonPaddedRows(dt, c.indexQk, s.B, s.S, s.ctx);
+    if (s.poison)
+        poisonPaddedRows(dt, c.indexQk, s.B, s.S, s.ctx);
     c.cosSin = makeCosSin(s.S);
     c.contextLengths = s.ctx;
     c.wQ = makeGamma(dt, s.gamma, rng);

@@ -14,11 +14,11 @@
 #include <limits>
 #include <memory>
 #include <numeric>
-#include <stdexcept>
-#include <type_traits>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -89,7 +89,8 @@ public:
     // not order with the non-blocking streams the tests launch on: every fill ends with a device sync.
     template <typename X>
     void upload(std::vector<X> const& host) {
-        if (host.size() * sizeof(X) != bytes()) throw std::runtime_error("DevBuf::upload: size mismatch");
+        if (host.size() * sizeof(X) != bytes())
+            throw std::runtime_error("DevBuf::upload: size mismatch");
         KT_CUDA(cudaMemcpy(ptr_, host.data(), bytes(), cudaMemcpyHostToDevice));
         KT_CUDA(cudaDeviceSynchronize());
     }
@@ -107,7 +108,8 @@ public:
 
 private:
     void release() {
-        if (ptr_ != nullptr) cudaFree(ptr_);
+        if (ptr_ != nullptr)
+            cudaFree(ptr_);
         ptr_ = nullptr;
         n_ = 0;
     }
@@ -158,17 +160,17 @@ float fromT(DType dt, uint16_t bits);
 // Special patterns of T.
 uint16_t tPosInf(DType dt);
 uint16_t tNegInf(DType dt);
-uint16_t tNaN(DType dt, int variant);  // a few different NaN payloads and signs
+uint16_t tNaN(DType dt, int variant); // a few different NaN payloads and signs
 uint16_t tMaxFinite(DType dt);
 
 // ---- random inputs -----------------------------------------------------------------------------
 
 enum class Mode {
-    kNormal,      // uniform in [-2, 2]
-    kLowEntropy,  // values from {0, 0.5, 1, -1}: many equal dot products, so equal logits
-    kWide,        // random sign and exponent in [2^-24, 2^12]: subnormals and large values
-    kSpecial,     // kNormal with ~3% +-inf, NaN, +-0, subnormals
-    kPositive,    // uniform in [0, 1]: all dot products positive (relu passes), fewer zeros
+    kNormal,     // uniform in [-2, 2]
+    kLowEntropy, // values from {0, 0.5, 1, -1}: many equal dot products, so equal logits
+    kWide,       // random sign and exponent in [2^-24, 2^12]: subnormals and large values
+    kSpecial,    // kNormal with ~3% +-inf, NaN, +-0, subnormals
+    kPositive,   // uniform in [0, 1]: all dot products positive (relu passes), fewer zeros
 };
 char const* modeName(Mode m);
 
@@ -177,9 +179,9 @@ std::vector<uint16_t> randomT(DType dt, size_t n, Mode m, Rng& rng);
 std::vector<float> randomF32(size_t n, Mode m, Rng& rng);
 
 enum class Gamma {
-    kSmall,     // uniform in [-0.5, 0.5]
-    kExtreme,   // max finite values and -1 (1 + w = 0): products overflow to inf
-    kSpecial,   // some entries +-inf / NaN
+    kSmall,   // uniform in [-0.5, 0.5]
+    kExtreme, // max finite values and -1 (1 + w = 0): products overflow to inf
+    kSpecial, // some entries +-inf / NaN
 };
 char const* gammaName(Gamma g);
 std::vector<uint16_t> makeGamma(DType dt, Gamma g, Rng& rng);
@@ -193,8 +195,8 @@ void poisonPaddedRows(DType dt, std::vector<uint16_t>& indexQk, int32_t B, int32
 // ---- paged pools -------------------------------------------------------------------------------
 
 enum class Pages {
-    kFull,   // every slot of every sequence has a distinct page of its plane
-    kHoles,  // some slots -1, out of their plane, or out of range (never dereferenced)
+    kFull,  // every slot of every sequence has a distinct page of its plane
+    kHoles, // some slots -1, out of their plane, or out of range (never dereferenced)
 };
 
 // Host pool (reference/qsaReference.h) with random contents (NaN included), page table per `pages`.
@@ -204,8 +206,8 @@ ref::HostPool makeHostPool(DType dt, int32_t B, ref::PoolDims dims, Pages pages,
 struct DevPool {
     explicit DevPool(ref::HostPool const& h) : dims(h.dims), data(h.data), pageTable(h.pageTable) {}
     kn::QsaIndexerPoolState state() const {
-        return {data.get(), pageTable.get(), dims.maxPagesPerSeq, dims.numPages, dims.numKVHeads, dims.poolHeadDim,
-            dims.headSize};
+        return {data.get(),      pageTable.get(),  dims.maxPagesPerSeq, dims.numPages,
+                dims.numKVHeads, dims.poolHeadDim, dims.headSize};
     }
     ref::PoolDims dims;
     DevBuf<uint16_t> data;
@@ -226,14 +228,14 @@ struct CmpOpts {
     int maxPrint = 8;
 };
 
-::testing::AssertionResult bitsEqualRaw(
-    Elem kind, size_t elemBytes, void const* expected, void const* actual, size_t n, CmpOpts const& o);
+::testing::AssertionResult bitsEqualRaw(Elem kind, size_t elemBytes, void const* expected, void const* actual, size_t n,
+                                        CmpOpts const& o);
 
 template <typename E>
 ::testing::AssertionResult bitsEqual(std::vector<E> const& expected, std::vector<E> const& actual, CmpOpts const& o) {
     if (expected.size() != actual.size()) {
-        return ::testing::AssertionFailure() << o.what << ": size " << actual.size() << " != expected "
-                                             << expected.size() << " [" << o.params << "]";
+        return ::testing::AssertionFailure()
+               << o.what << ": size " << actual.size() << " != expected " << expected.size() << " [" << o.params << "]";
     }
     Elem kind = sizeof(E) == 2 ? Elem::kT : (std::is_floating_point<E>::value ? Elem::kF32 : Elem::kI32);
     return bitsEqualRaw(kind, sizeof(E), expected.data(), actual.data(), expected.size(), o);
@@ -254,10 +256,10 @@ std::string params(A const&... a) {
 struct PrefillSpec {
     int32_t B = 1;
     int32_t S = 8;
-    std::vector<int32_t> ctx;  // size B
+    std::vector<int32_t> ctx; // size B
     Mode qk = Mode::kNormal;
     Gamma gamma = Gamma::kSmall;
-    bool poison = true;        // NaN/Inf in padded rows
+    bool poison = true; // NaN/Inf in padded rows
     float rmsEps = 1e-6f;
     uint64_t seed = 1;
 };
@@ -271,7 +273,8 @@ ref::PrefillCase makePrefillCase(DType dt, PrefillSpec const& s);
 // fresh device copy of c.pool.
 template <typename T>
 std::vector<int32_t> gpuPrefill(ref::PrefillCase const& c, int wsFill = 0xFF, int32_t wsSeqLen = 0,
-    std::vector<uint16_t>* poolAfter = nullptr, cudaStream_t stream = nullptr, DevPool* devPool = nullptr) {
+                                std::vector<uint16_t>* poolAfter = nullptr, cudaStream_t stream = nullptr,
+                                DevPool* devPool = nullptr) {
     DevBuf<uint16_t> qk(c.indexQk), wQ(c.wQ), wK(c.wK);
     DevBuf<float> cs(c.cosSin);
     DevBuf<int32_t> ctx(c.contextLengths);
@@ -289,11 +292,12 @@ std::vector<int32_t> gpuPrefill(ref::PrefillCase const& c, int wsFill = 0xFF, in
         st = pool->state();
     }
     kn::runQsaIndexerPrefill<T>(out.get(), reinterpret_cast<T const*>(qk.get()), cs.get(), ctx.get(),
-        reinterpret_cast<T const*>(wQ.get()), reinterpret_cast<T const*>(wK.get()), c.rmsEps, ws.get(), wsBytes,
-        c.batchSize, c.seqLen, c.hasPool ? &st : nullptr, stream);
+                                reinterpret_cast<T const*>(wQ.get()), reinterpret_cast<T const*>(wK.get()), c.rmsEps,
+                                ws.get(), wsBytes, c.batchSize, c.seqLen, c.hasPool ? &st : nullptr, stream);
     KT_CUDA(cudaStreamSynchronize(stream));
     KT_CUDA(cudaGetLastError());
-    if (poolAfter != nullptr && c.hasPool) *poolAfter = (devPool != nullptr ? devPool : pool.get())->data.download();
+    if (poolAfter != nullptr && c.hasPool)
+        *poolAfter = (devPool != nullptr ? devPool : pool.get())->data.download();
     return out.download();
 }
 
