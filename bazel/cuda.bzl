@@ -32,7 +32,7 @@ _NUMERICS = [
     "-ffp-contract=off",
 ]
 
-ArchSetInfo = provider(fields = ["name"])
+ArchSetInfo = provider(doc = "The arch set chosen by //bazel:cuda_archs.", fields = ["name"])
 
 def _cuda_archs_flag_impl(ctx):
     value = ctx.build_setting_value
