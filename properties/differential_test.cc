@@ -2,6 +2,8 @@
 // (qsa::ref::runPrefill / runDecode) bit for bit: outIdx, the pool afterwards and the split counters, for
 // half and bf16, on any input (NaN/Inf in padding, subnormal and huge payloads, extreme gammas and eps).
 // Large cases are checked on sampled rows (chunk boundaries, sequence ends, random rows).
+#include <algorithm>
+
 #include "properties/cases.h"
 #include "properties/prop.h"
 
@@ -61,6 +63,33 @@ QSA_PROP(Differential, DecodeStepsMatchReference, 60) {
         QSA_REQUIRE_EMPTY(diffPool(got.pool, want.poolAfter, d.pool.dims, step.c_str()));
         if (d.hasSplitCounters)
             RC_ASSERT(got.splitCounters == want.splitCountersAfter);
+        pool = want.poolAfter;
+    }
+}
+
+// nVis > 512, so that B3's radix select really selects (below that every block is taken), on tie-heavy
+// logits: the threshold bin holds many equal keys (+0.0 runs, repeated kbar rows).
+QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
+    DecodeChainSpec spec = *genDecodeChainSpec(40, 3, true, false);
+    int32_t const hi = implOnGpu() ? 4200 : 2200;
+    spec.B = std::min(spec.B, implOnGpu() ? 4 : 1);
+    spec.L.resize(spec.B);
+    for (int32_t& L : spec.L)
+        L = *rc::gen::inRange<int32_t>(2049, hi);
+    if (spec.act.ties == Ties::kNone)
+        spec.act.ties = Ties::kNegativeDots;
+    spec.act.rope = Rope::kIdentity;
+    spec.act.extremeGamma = false;
+    fitPool(spec.pool, int64_t(spec.B) * hi);
+    Chain ch = makeChain(spec);
+    Capture cap("differential", describe(spec));
+    std::vector<uint16_t> pool = ref::runPrefill(ch.prefillL).poolAfter;
+    for (size_t k = 0; k < ch.steps.size(); ++k) {
+        ref::DecodeCase& d = ch.steps[k];
+        d.pool.data = pool;
+        cap.add(d);
+        ref::DecodeResult const want = ref::runDecode(d);
+        QSA_REQUIRE_EMPTY(diffOutIdx(runImplDecode(d).outIdx, want.outIdx, 1, "decode (nVis > 512) vs reference"));
         pool = want.poolAfter;
     }
 }

@@ -122,7 +122,7 @@ char const* name(Ties t) {
     case Ties::kDupBlocks:
         return "dup-raw-k-blocks";
     case Ties::kNegativeDots:
-        return "negative-dots(relu->+0.0)";
+        return "negative-dots(relu->+0.0; every 3rd block k=+0)";
     case Ties::kQuantized:
         return "quantized{-1,-.5,0,.5,1}";
     case Ties::kDeadGammaK:
@@ -173,6 +173,10 @@ void fillTokenRow(ActSpec const& a, uint64_t seqSeed, int32_t t, uint16_t* row) 
                             : mix(seqSeed ^ (uint64_t(t) << 20) ^ 0x4B);
     for (int i = 0; i < 128; ++i)
         row[512 + i] = payloadValue(a, mix(ks + i), kSign);
+    // kNegativeDots: every third block has raw k exactly +0.0, so its dots are +0.0 while the others' are
+    // negative: relu must give +0.0 for both, else -0.0 and +0.0 meet at B3's selection threshold.
+    if (a.ties == Ties::kNegativeDots && (t / 4) % 3 == 0)
+        std::fill(row + 512, row + 640, uint16_t(0));
 }
 
 void poisonRow(DType dt, uint64_t seed, uint16_t* row) {

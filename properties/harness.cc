@@ -1,6 +1,7 @@
 // Harness over the public API (contract section 2); memory and streams come from backend.h.
 #include "properties/harness.h"
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -74,9 +75,44 @@ struct Workspace {
     void* ptr;
 };
 
-kn::QsaIndexerPoolState poolState(ref::PoolDims const& d, Buf const& pool, Buf const& pageTable) {
+// The pool with one page of guard elements before it (page -1) and two after it (ids just past the V
+// plane). A run that dereferences a -1 or out-of-range page writes or reads the guards: writes are
+// reported by check(), reads see non-zero NaN patterns instead of the contract's +0.0.
+class GuardedPool {
+public:
+    GuardedPool(ref::PoolDims const& d, std::vector<uint16_t> const& data)
+        : before_(size_t(128) * std::max(d.numKVHeads, 1) * std::max(d.poolHeadDim, 1)), size_(data.size()),
+          buf_(initial(data, before_)) {}
+    void* ptr() const { return buf_.as<uint16_t>() + before_; }
+    std::vector<uint16_t> download() const {
+        std::vector<uint16_t> all = buf_.download<uint16_t>();
+        for (size_t i = 0; i < all.size(); ++i) {
+            bool const guard = i < before_ || i >= before_ + size_;
+            if (guard && all[i] != kGuard) {
+                throw std::runtime_error(
+                    std::string("harness: the pool guard region ") +
+                    (i < before_ ? "BEFORE the pool (page -1)" : "AFTER the pool (a page id >= 2*numPages)") +
+                    " was written at element offset " + std::to_string(int64_t(i) - int64_t(before_)) +
+                    ": a hole or out-of-range page was dereferenced");
+            }
+        }
+        return std::vector<uint16_t>(all.begin() + before_, all.begin() + before_ + size_);
+    }
+
+private:
+    static constexpr uint16_t kGuard = 0x7E5A;
+    static std::vector<uint16_t> initial(std::vector<uint16_t> const& data, size_t before) {
+        std::vector<uint16_t> all(before + data.size() + 2 * before, kGuard);
+        std::copy(data.begin(), data.end(), all.begin() + before);
+        return all;
+    }
+    size_t before_, size_;
+    Buf buf_;
+};
+
+kn::QsaIndexerPoolState poolState(ref::PoolDims const& d, GuardedPool const& pool, Buf const& pageTable) {
     kn::QsaIndexerPoolState s{};
-    s.poolPtr = pool.as<void>();
+    s.poolPtr = pool.ptr();
     s.pageTable = pageTable.as<int32_t>();
     s.maxPagesPerSeq = d.maxPagesPerSeq;
     s.numPages = d.numPages;
@@ -92,7 +128,7 @@ struct PrefillRun {
         : out(std::vector<int32_t>(size_t(c.batchSize) * c.seqLen * ref::kIndexWidth, outIdxCanary(o.fillSeed))),
           qk(c.indexQk), cosSin(c.cosSin), ctx(c.contextLengths), wQ(c.wQ), wK(c.wK),
           ws(kn::getQsaIndexerWorkspaceSize(c.batchSize, c.seqLen), o),
-          pool(c.hasPool ? c.pool.data : std::vector<uint16_t>{}),
+          pool(c.pool.dims, c.hasPool ? c.pool.data : std::vector<uint16_t>{}),
           pageTable(c.hasPool ? c.pool.pageTable : std::vector<int32_t>{}), stream(backend::stream(o.stream)) {}
     // Call after backend::fence() so that every upload has landed before any stream starts.
     void start(PrefillCase const& c) {
@@ -114,12 +150,13 @@ struct PrefillRun {
         PrefillOut r;
         r.outIdx = out.download<int32_t>();
         if (c.hasPool)
-            r.pool = pool.download<uint16_t>();
+            r.pool = pool.download();
         return r;
     }
     Buf out, qk, cosSin, ctx, wQ, wK;
     Workspace ws;
-    Buf pool, pageTable;
+    GuardedPool pool;
+    Buf pageTable;
     cudaStream_t stream;
 };
 
@@ -152,7 +189,8 @@ std::pair<PrefillOut, PrefillOut> runImplPrefillPair(PrefillCase const& a, Prefi
 DecodeOut runImplDecode(DecodeCase const& c, RunOptions const& o) {
     Buf out(std::vector<int32_t>(size_t(c.batchSize) * ref::kIndexWidth, outIdxCanary(o.fillSeed)));
     Buf qk(c.indexQk), cosSin(c.cosSin), ctx(c.contextLengths), wQ(c.wQ), wK(c.wK);
-    Buf pool(c.pool.data), pageTable(c.pool.pageTable);
+    GuardedPool pool(c.pool.dims, c.pool.data);
+    Buf pageTable(c.pool.pageTable);
     Buf split(c.hasSplitCounters ? c.splitCounters : std::vector<int32_t>{});
     Workspace ws(kn::getQsaIndexerDecodeWorkspaceSize(c.batchSize, c.maxBlocks), o);
     kn::QsaIndexerPoolState s = poolState(c.pool.dims, pool, pageTable);
@@ -171,7 +209,7 @@ DecodeOut runImplDecode(DecodeCase const& c, RunOptions const& o) {
     backend::sync(st);
     DecodeOut r;
     r.outIdx = out.download<int32_t>();
-    r.pool = pool.download<uint16_t>();
+    r.pool = pool.download();
     if (c.hasSplitCounters)
         r.splitCounters = split.download<int32_t>();
     return r;
