@@ -405,3 +405,40 @@ TEST(GoldenDecode, RowBeyondMaxBlocksIsInvalid) {
 } // namespace
 } // namespace ref
 } // namespace qsa
+
+namespace qsa {
+namespace ref {
+namespace {
+
+TEST(GoldenWorkspace, PrefillSlotsPaddedTo128Bytes) {
+    // B = 1, S = 8: MB = 2. qNormed 1*8*4*128 T = 8192 bytes; kbar 1*2*128 T = 512; the four sort slots hold
+    // min(B*S*MB = 16, max(8388608, 256*MB)) = 16 elements = 64 bytes -> 128 each; CUB temp: max(query, 1 MiB),
+    // aligned to 128. Total 8192 + 512 + 4*128 + 1048576 = 1057792.
+    EXPECT_EQ(prefillWorkspaceBytes(1, 8, 0), 1057792u);
+    EXPECT_EQ(prefillWorkspaceBytes(1, 8, 1048577), 8192u + 512u + 512u + 1048704u); // alignUp(1048577)
+    // B = 2, S = 4096: MB = 1024; qNormed 2*4096*512*2 = 8388608; kbar 2*1024*256 = 524288; sort slots:
+    // min(2*4096*1024 = 8388608, max(8388608, 262144)) = 8388608 elements * 4 bytes each, four of them.
+    EXPECT_EQ(prefillWorkspaceBytes(2, 4096, 5000000), 8388608u + 524288u + 4u * 33554432u + 5000064u);
+    EXPECT_THROW(prefillWorkspaceBytes(0, 8, 0), std::runtime_error);
+    EXPECT_THROW(prefillWorkspaceBytes(1, -1, 0), std::runtime_error);
+}
+
+TEST(GoldenWorkspace, DecodeSlots) {
+    // qNormed [B,1,4,128] T = 2*1024 = 2048 bytes; logits [2, 3] FP32 = 24 -> 128. Total 2176.
+    EXPECT_EQ(decodeWorkspaceBytes(2, 3), 2176u);
+    EXPECT_EQ(decodeWorkspaceBytes(1, 32), 1024u + 128u);
+    EXPECT_THROW(decodeWorkspaceBytes(1, 0), std::runtime_error);
+}
+
+TEST(GoldenWorkspace, ChunkRows) {
+    // Rc = min(B*S, max(8388608 / MB, 256)).
+    EXPECT_EQ(prefillChunkRows(1, 8), 8);         // MB 2: min(8, 4194304)
+    EXPECT_EQ(prefillChunkRows(4, 131072), 256);  // MB 32768: 8388608 / 32768 = 256
+    EXPECT_EQ(prefillChunkRows(4, 65536), 512);   // MB 16384: 512
+    EXPECT_EQ(prefillChunkRows(1, 1048576), 256); // MB 262144: 32 < 256
+    EXPECT_EQ(prefillChunkRows(3, 4097), 8184);   // MB 1025: 8388608 / 1025 = 8184 (integer division) < 12291
+}
+
+} // namespace
+} // namespace ref
+} // namespace qsa
