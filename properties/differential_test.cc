@@ -94,6 +94,49 @@ QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
     }
 }
 
+// Always chunked (B * S * MB > 8388608, so Rc < B * S): sampled rows around every chunk boundary equal the
+// reference, and a sequence's rows equal its rows when it runs alone (where the boundaries fall elsewhere).
+QSA_PROP(Differential, ChunkedPrefillMatchesReference, implOnGpu() ? 10 : 1) {
+    // No shrinking: every case is large, and what is shrinkable here does not make it smaller.
+    SpecOptions o;
+    o.tieBias = *rc::gen::noShrink(rc::gen::arbitrary<bool>());
+    PrefillSpec spec = *rc::gen::noShrink(genPrefillSpec(o));
+    spec.S = implOnGpu() ? *rc::gen::noShrink(pick<int32_t>(2049, 4096, 8192, 6001)) : 2049;
+    int32_t const MB = (spec.S + 3) / 4;
+    int32_t const minB = int32_t(8388608 / (int64_t(spec.S) * MB)) + 1;
+    spec.B = std::min(minB + (implOnGpu() ? *rc::gen::noShrink(rc::gen::inRange<int32_t>(0, 3)) : 0),
+                      std::max(minB, 32768 / spec.S));
+    spec.ctx.clear();
+    for (int32_t b = 0; b < spec.B; ++b)
+        spec.ctx.push_back(b % 3 == 1 ? spec.S - 1 - 4 * b : spec.S);
+    spec.hasPool = false;
+    ref::PrefillCase const c = toCase(spec);
+    Capture cap("differential", describe(spec));
+    cap.add(c);
+    PrefillOut const got = runImplPrefill(c);
+    std::vector<int64_t> const rows = sampleRows(c, 16, spec.act.seed);
+    std::vector<int32_t> const want = ref::runPrefillRows(c, rows);
+    size_t const W = ref::kIndexWidth;
+    for (size_t i = 0; i < rows.size(); ++i) {
+        if (!std::equal(want.begin() + i * W, want.begin() + (i + 1) * W, got.outIdx.begin() + rows[i] * W)) {
+            RC_FAIL("chunked prefill vs reference: row b=" + std::to_string(rows[i] / c.seqLen) +
+                    " t=" + std::to_string(rows[i] % c.seqLen) +
+                    " differs (Rc=" + std::to_string(ref::prefillChunkRows(c.batchSize, c.seqLen)) + ")");
+        }
+    }
+    int32_t const b = spec.B - 1;
+    ref::PrefillCase const alone = subBatch(c, {b}, spec.S, spec.act);
+    PrefillOut const one = runImplPrefill(alone);
+    auto const first = got.outIdx.begin() + size_t(b) * spec.S * W;
+    auto const m = std::mismatch(one.outIdx.begin(), one.outIdx.end(), first);
+    if (m.first != one.outIdx.end()) {
+        size_t const e = size_t(m.first - one.outIdx.begin());
+        RC_FAIL("sequence " + std::to_string(b) + " row t=" + std::to_string(e / W) +
+                " differs in the chunked batch "
+                "from its run alone");
+    }
+}
+
 } // namespace
 } // namespace prop
 } // namespace qsa

@@ -55,7 +55,9 @@ inline void expand(int32_t* out, int32_t const* sortedIds, int32_t const* ctx, i
     std::vector<int32_t> before;
     if (QSA_PLANT == 3)
         before.assign(out + size_t(r0) * W, out + size_t(r1) * W);
-    ref::expand(out, sortedIds, ctx, B, S, r0, r1);
+    // Plant 9 (differential, chunked): chunks after the first are expanded one row early (row offset error).
+    int32_t const shift = QSA_PLANT == 9 && r0 > 0 ? 1 : 0;
+    ref::expand(out, sortedIds, ctx, B, S, r0 - shift, r1 - shift);
     for (int32_t r = r0; r < r1 && QSA_PLANT != 0; ++r) {
         int32_t const b = r / S, t = r % S;
         int32_t* row = out + size_t(r) * W;
