@@ -348,9 +348,14 @@ std::optional<Options> parseArgs(int argc, char const* const* argv, std::string 
         ->check(CLI::NonNegativeNumber);
     app.add_option("--child-timeout", o.childTimeout, "seconds before a child is killed and counted as failed")
         ->check(CLI::PositiveNumber);
+    app.add_option("--time-limit", o.timeLimitMinutes,
+                   "minutes after which no new child starts; what is left FAILs as not run (0: no limit)")
+        ->check(CLI::NonNegativeNumber);
     app.add_flag("--list", o.list, "print the plan (properties, budgets, seeds) and exit");
     app.add_flag("--cpu-dry-run", o.cpuDryRun, "test certify itself: CPU property variants, no CUDA, fake GPUs");
     app.add_option("--fake-gpus", o.fakeGpus, "GPUs pretended by --cpu-dry-run")->check(CLI::Range(1, 16));
+    app.add_option("--fake-sm", o.fakeSm, "SM (e.g. 90) of the GPUs pretended by --cpu-dry-run")
+        ->check(CLI::Range(10, 999));
     try {
         app.parse(argc, argv);
     } catch (CLI::CallForHelp const& e) {

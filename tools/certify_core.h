@@ -118,9 +118,11 @@ struct Options {
     std::string binDir;            // directory holding properties/<test> and tools/exhaustive_primitives
     int exhaustiveThreads = 0;     // CPU threads per exhaustive child (0: cores / GPUs)
     double childTimeout = 3600;    // seconds, per child
+    double timeLimitMinutes = 0;   // no new child after this many minutes (0: none); the rest FAIL as not run
     bool list = false;             // print the plan and exit
     bool cpuDryRun = false;        // testing certify itself: CPU property variants, no CUDA, fake GPUs
     int fakeGpus = 1;              // GPUs pretended by --cpu-dry-run
+    int fakeSm = 90;               // their SM (major*10+minor), to test the SASS refusal without a GPU
 };
 // Parses certify's command line (argv[0] included). `defaultOutDir` is used when --out is absent.
 // Throws std::runtime_error with the usage on bad arguments; returns nullopt after --help (usage printed).

@@ -323,16 +323,17 @@ json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, 
     }
     res["failures"] = failures;
     res["verdict"] = pass ? "PASS" : "FAIL";
-    std::optional<int64_t> ran = p.cases;
+    // Cases run: the budget when it passed, RapidCheck's "Falsifiable after N tests" when it failed.
+    json ran = p.cases ? json(*p.cases) : json();
     if (!pass) {
-        ran = std::nullopt;
+        ran = json();
         for (std::string const& f : g.failures) {
             if (auto n = parseFalsifiableAfter(f)) {
                 ran = *n;
             }
         }
     }
-    res["cases_run"] = ran ? json(*ran) : json();
+    res["cases_run"] = ran;
     {
         std::lock_guard<std::mutex> g2(progress.m);
         progress.s.casesDone += p.cases.value_or(0);
@@ -447,8 +448,8 @@ int realMain(int argc, char** argv) {
             g.name = "CPU dry run (no GPU)";
             g.uuid = "FAKE-" + std::to_string(i);
             g.pciBusId = "none";
-            g.major = 9;
-            g.minor = 0;
+            g.major = o.fakeSm / 10;
+            g.minor = o.fakeSm % 10;
             all.push_back(g);
         }
     } else {
@@ -621,6 +622,36 @@ int realMain(int argc, char** argv) {
                         job = queues[i].front();
                         queues[i].pop_front();
                     }
+                    bool const late = o.timeLimitMinutes > 0 && secondsSince(progress.start) > o.timeLimitMinutes * 60;
+                    if (late) {
+                        // Not run: recorded as a failure (a certificate never passes on work it skipped).
+                        json r = {{"verdict", "FAIL"}, {"error", "not run: --time-limit reached"}};
+                        if (job.property != nullptr) {
+                            PropertyPlan const& p = *job.property;
+                            r = {{"id", p.id},
+                                 {"seed", p.seed},
+                                 {"rc_params", rcParams(p.cases, p.seed)},
+                                 {"cases_planned", p.cases ? json(*p.cases) : json()},
+                                 {"cases_run", 0},
+                                 {"verdict", "FAIL"},
+                                 {"seconds", 0.0},
+                                 {"exit", "not run"},
+                                 {"failures", json::array({"not run: --time-limit reached"})},
+                                 {"fixtures", json::array()}};
+                        }
+                        {
+                            std::lock_guard<std::mutex> g(progress.m);
+                            progress.s.jobsDone += 1;
+                            progress.s.failures += 1;
+                        }
+                        std::lock_guard<std::mutex> g(resultsMutex);
+                        if (job.property == nullptr) {
+                            runs[i].exhaustive = r;
+                        } else {
+                            runs[i].properties[job.property->id] = r;
+                        }
+                        continue;
+                    }
                     if (job.property == nullptr) {
                         json r = runExhaustive(layout, runs[i], o, exThreads, progress, i);
                         std::lock_guard<std::mutex> g(resultsMutex);
@@ -669,8 +700,13 @@ int realMain(int argc, char** argv) {
     for (ContractPlan const& c : plan) {
         contractsSel.push_back(c.spec.number);
     }
-    cert["budget"] = {{"scale", o.scale},           {"base_seed", o.seed},       {"properties", o.properties},
-                      {"exhaustive", o.exhaustive}, {"contracts", contractsSel}, {"jobs_per_gpu", jobsPerGpu}};
+    cert["budget"] = {{"scale", o.scale},
+                      {"base_seed", o.seed},
+                      {"properties", o.properties},
+                      {"exhaustive", o.exhaustive},
+                      {"contracts", contractsSel},
+                      {"jobs_per_gpu", jobsPerGpu},
+                      {"time_limit_minutes", o.timeLimitMinutes}};
     cert["gpus"] = json::array();
     for (GpuRun& run : runs) {
         GpuInfo const& g = run.gpu;

@@ -4,6 +4,7 @@
 #include "tools/certify_core.h"
 
 #include <cstdio>
+#include <regex>
 #include <sstream>
 
 namespace qsa {
@@ -66,8 +67,16 @@ std::string casesText(json const& v) {
     return v.is_number_integer() ? std::to_string(v.get<int64_t>()) : "default";
 }
 
+// The first informative line of a failure message: gtest's "file:line" and "Failed" lines are skipped.
 std::string firstLine(std::string const& s) {
-    std::string const line = s.substr(0, s.find('\n'));
+    static std::regex const noise("^(\\S+:[0-9]+:?|Failed|)$");
+    std::istringstream in(s);
+    std::string line;
+    while (std::getline(in, line) && std::regex_match(line, noise)) {
+    }
+    if (line.empty()) {
+        line = s.substr(0, s.find('\n'));
+    }
     return line.size() > 200 ? line.substr(0, 200) + "..." : line;
 }
 
@@ -140,7 +149,7 @@ std::string renderMarkdown(json const& cert) {
        << cudaVersion(cuda.value("driver_api_version", json())) << ") |\n";
     md << "| compiled SASS | " << joinArchs(build.value("sass_archs", json::array()), "sm_") << " |\n";
     md << "| compiled PTX | " << joinArchs(build.value("ptx_archs", json::array()), "compute_") << " |\n";
-    md << "| budget | scale " << budget.value("scale", 1.0) << ", base seed " << budget.value("base_seed", 0)
+    md << "| budget | scale " << budget.value("scale", 1.0) << ", base seed " << budget.value("base_seed", uint64_t(0))
        << ", exhaustive " << (budget.value("exhaustive", true) ? "yes" : "no") << " |\n";
     md << "| GPUs certified | " << cert.value("gpus", json::array()).size() << " |\n\n";
 
@@ -167,7 +176,8 @@ std::string renderMarkdown(json const& cert) {
             for (json const& c : gpu["contracts"]) {
                 for (json const& p : c.value("properties", json::array())) {
                     md << "| " << p.value("id", "?") << " | " << casesText(p.value("cases_run", json())) << " | "
-                       << p.value("seed", 0) << " | " << p.value("verdict", "FAIL") << " | " << seconds(p) << " |\n";
+                       << p.value("seed", uint64_t(0)) << " | " << p.value("verdict", "FAIL") << " | " << seconds(p)
+                       << " |\n";
                     if (isPass(p)) {
                         continue;
                     }

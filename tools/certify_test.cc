@@ -187,6 +187,9 @@ TEST(Args, DefaultsAndFlags) {
     EXPECT_FALSE(o.exhaustive);
     EXPECT_EQ(o.progress, "lines");
     EXPECT_FALSE(parse({"--exhaustive-only"})->properties);
+    EXPECT_EQ(o.timeLimitMinutes, 0.0);
+    EXPECT_EQ(parse({"--time-limit", "14"})->timeLimitMinutes, 14.0);
+    EXPECT_THROW(parse({"--time-limit", "-1"}), std::runtime_error);
 }
 
 TEST(Args, BadArgumentsThrow) {
@@ -202,7 +205,7 @@ TEST(Args, BadArgumentsThrow) {
 // A certificate as certify_main.cc builds it, for one GPU.
 json sampleCertificate() {
     json prop = {{"id", "Padding.A"},
-                 {"seed", 11},
+                 {"seed", uint64_t(4000000000u)},
                  {"rc_params", "max_success=4 seed=11"},
                  {"cases_planned", 4},
                  {"cases_run", 4},
@@ -325,19 +328,19 @@ TEST(Render, MarkdownNamesEverythingAReviewerNeeds) {
     for (char const* s :
          {"# QSA indexer certificate: PASS", "`abc` (env)", "| CUDA runtime (cudaRuntimeGetVersion) | 13.0",
           "580.159.04 (CUDA 13.0)", "sm_80, sm_90", "compute_90", "## GPU 0: NVIDIA H200 (sm_90): PASS",
-          "carries SASS for sm_90", "| 3. padding | PASS | 4 |", "| Padding.A | 4 | 11 | PASS |",
+          "carries SASS for sm_90", "| 3. padding | PASS | 4 |", "| Padding.A | 4 | 4000000000 | PASS |",
           "| rsqrt_rn | `f` | 65536 | 0 |", "## Failures\n\nNone."}) {
         EXPECT_NE(md.find(s), std::string::npos) << "missing: " << s << "\n" << md;
     }
     json f = sampleCertificate();
     json& p = f["gpus"][0]["contracts"][0]["properties"][0];
     p["verdict"] = "FAIL";
-    p["failures"] = json::array({"Falsifiable after 3 tests and 2 shrinks\nB=1 S=5"});
+    p["failures"] = json::array({"properties/prop.cc:89\nFailed\nFalsifiable after 3 tests and 2 shrinks\nB=1 S=5"});
     p["fixtures"] = json::array({"/c/gpu0/outputs/Padding.A/captured/prop_padding_a"});
     computeVerdicts(f);
     std::string const fmd = renderMarkdown(f);
     EXPECT_NE(fmd.find("# QSA indexer certificate: FAIL"), std::string::npos);
-    EXPECT_NE(fmd.find("Falsifiable after 3 tests and 2 shrinks"), std::string::npos);
+    EXPECT_NE(fmd.find("  - Falsifiable after 3 tests and 2 shrinks\n"), std::string::npos) << fmd;
     EXPECT_NE(fmd.find("fixture: `/c/gpu0/outputs/Padding.A/captured/prop_padding_a`"), std::string::npos);
     EXPECT_NE(fmd.find("RC_PARAMS=\"max_success=4 seed=11\""), std::string::npos);
 }
