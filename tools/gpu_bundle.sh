@@ -31,10 +31,20 @@ copy_target() { # label kind(test|tool)
     name=${label##*:}
     mkdir -p "$out/$kind/$pkg"
     cp -f "$bin/$pkg/$name" "$out/$kind/$pkg/$name"
+    chmod u+w "$out/$kind/$pkg/$name"
+    # Symbols only: the fatbins (SASS/PTX) live in their own sections and stay.
+    strip --strip-unneeded "$out/$kind/$pkg/$name"
     if [[ -d $bin/$pkg/$name.runfiles ]]; then
         rm -rf "$out/$kind/$pkg/$name.runfiles"
         # -L: the runfiles tree is symlinks into the source tree; the bundle needs the files.
         cp -rL "$bin/$pkg/$name.runfiles" "$out/$kind/$pkg/$name.runfiles"
+        chmod -R u+w "$out/$kind/$pkg/$name.runfiles"
+        # Other binaries in a runfiles tree (certify's children) are already in the bundle: drop the
+        # copies (tools that need them fall back to the bundle's tests/ and tools/ folders).
+        find "$out/$kind/$pkg/$name.runfiles" -type f -perm -u+x -print0 |
+            while IFS= read -r -d '' f; do
+                if [[ $(head -c 4 "$f" | od -An -c | tr -d ' ') == 177ELF ]]; then rm -f "$f"; fi
+            done
     fi
     echo "$kind $pkg/$name"
 }
