@@ -11,6 +11,9 @@ out=$1
 shift
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
+# BAZEL_STARTUP_OPTS, e.g. "--output_base=/path", selects a Bazel server (word-split on purpose).
+# shellcheck disable=SC2086
+bazel() { command bazel ${BAZEL_STARTUP_OPTS:-} "$@"; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
