@@ -62,9 +62,10 @@ std::vector<Mutant> readCatalog() {
 
 // The kernel sources of the data deps (runfiles paths relative to the workspace root).
 std::vector<std::string> const kSources = {
-    "kernels/decode_prep.cu",     "kernels/decode_scores.cu",  "kernels/decode_select.cu", "kernels/expand.cu",
-    "kernels/prefill_select.cu",  "kernels/qprep_kcompress.cu", "kernels/qsaCommon.cuh",   "kernels/qsaMutants.h",
-    "kernels/qsaPrepDevice.cuh",  "kernels/qsaRadixSelect.cuh", "kernels/runner_decode.cu", "kernels/runner_prefill.cu",
+    "kernels/decode_prep.cu",     "kernels/decode_scores.cu",  "kernels/decode_select.cu",
+    "kernels/expand.cu",          "kernels/prefill_select.cu", "kernels/qprep_kcompress.cu",
+    "kernels/qsaCommon.cuh",      "kernels/qsaMutants.h",      "kernels/qsaPrepDevice.cuh",
+    "kernels/qsaRadixSelect.cuh", "kernels/runner_decode.cu",  "kernels/runner_prefill.cu",
     "kernels/scores.cu",          "kernels/sort.cu",
 };
 
