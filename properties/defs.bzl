@@ -7,6 +7,17 @@
 """
 
 def qsa_property_test(name, srcs, shard_count = 2, gpu_shard_count = 2, size = "medium", cpu = True, gpu = True):
+    """Declares the CPU variant `name` and the GPU variant `name_gpu` of one property source.
+
+    Args:
+      name: the CPU test's name; the GPU test is name + "_gpu".
+      srcs: the property sources.
+      shard_count: shards of the CPU variant.
+      gpu_shard_count: shards of the GPU variant.
+      size: Bazel test size of both.
+      cpu: whether to declare the CPU variant.
+      gpu: whether to declare the GPU variant.
+    """
     common = [
         ":prop_lib",
         "@gtest//:gtest_main",

@@ -4,7 +4,7 @@ kernels/BUILD declares `bool_flag(name = "enable_mutants")` and a config_setting
 cuda_library then compiles with -DQSA_MUTANTS only under --//kernels:enable_mutants=true (tools/mutants).
 """
 
-BoolFlagInfo = provider(fields = ["value"])
+BoolFlagInfo = provider(doc = "The value of a bool_flag.", fields = ["value"])
 
 def _bool_flag_impl(ctx):
     return [BoolFlagInfo(value = ctx.build_setting_value)]
