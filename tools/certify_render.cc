@@ -206,10 +206,10 @@ std::string renderMarkdown(json const& cert) {
             md << "| check | device function | inputs | mismatches |\n|---|---|---|---|\n";
             json const checks = ex.value("checks", json::object()); // items() must not outlive it
             for (auto const& [name, c] : checks.items()) {
-                md << "| " << name << " | `" << c.value("device_function", "?") << "` | " << c.value("inputs", 0)
-                   << " | " << c.value("mismatches", -1) << " |\n";
-                if (c.value("mismatches", 0) != 0) {
-                    failures << "- GPU " << idx << ", exhaustive " << name << ": " << c.value("mismatches", 0)
+                md << "| " << name << " | `" << c.value("device_function", "?") << "` | "
+                   << c.value("inputs", int64_t(0)) << " | " << c.value("mismatches", int64_t(-1)) << " |\n";
+                if (c.value("mismatches", int64_t(0)) != 0) {
+                    failures << "- GPU " << idx << ", exhaustive " << name << ": " << c.value("mismatches", int64_t(0))
                              << " mismatches, first " << c.value("examples", json::array()).dump() << "\n";
                 }
             }
