@@ -2,7 +2,7 @@
 // either its raw k goes to its K-tail (ctx % 4 != 0), or block g = ctx/4 - 1 is complete: tokens
 // 4g .. 4g+2 from their K-tails (a dropped read is +0.0), token 4g+3 from the input, K1b numerics, kbar
 // to the V-tail of token 4g (the completing token's own raw k is NOT stored). Invalid rows (ctx < 1 or
-// ceilDiv(ctx, 4) > maxBlocks) write zero qNormed and no pool cell.
+// ctx / 4 > maxBlocks, floor: contract section 5) write zero qNormed and no pool cell.
 #include "kernels/qsaCommon.cuh"
 #include "kernels/qsaPrepDevice.cuh"
 
@@ -20,7 +20,7 @@ __global__ void __launch_bounds__(160)
     int const lane = threadIdx.x & 31;
     int const warp = threadIdx.x >> 5;
     int64_t const ctx = contextLengths[b];
-    bool const valid = ctx >= 1 && (QSA_MUTANT(35) || (ctx + 3) / 4 <= maxBlocks);
+    bool const valid = ctx >= 1 && (QSA_MUTANT(35) || ctx / 4 <= maxBlocks);
     T const* row = indexQk + b * kQkWidth;
     if (warp < kHeads) {
         T* out = qNormed + (b * kHeads + warp) * kDim;

@@ -1,6 +1,6 @@
 // B2 decode scores (contract section 5): logits[b][g] for g < nVis = ctx / 4, K2 numerics, kbar read
 // from the V-tail of token 4g (a dropped read is +0.0 for every element). Only the valid prefix is
-// written; invalid rows (ctx < 1 or ceilDiv(ctx, 4) > maxBlocks) write nothing.
+// written; invalid rows (ctx < 1 or ctx / 4 > maxBlocks, floor: contract section 5) write nothing.
 //
 // A CTA of 128 threads owns 128 blocks of one sequence, one block per thread, so the contract's
 // per-lane order runs inside one thread exactly as in K2 (see scores.cu): leaves l and l + 16, bit-
@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(kTile)
     __shared__ int64_t pageBase[kTile / 32];
     int64_t const b = blockIdx.y;
     int64_t const ctx = contextLengths[b];
-    if (ctx < 1 || (ctx + 3) / 4 > maxBlocks) {
+    if (ctx < 1 || ctx / 4 > maxBlocks) {
         return; // invalid row
     }
     int const nVis = static_cast<int>(ctx / 4);

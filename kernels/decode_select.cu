@@ -20,7 +20,7 @@ __global__ void __launch_bounds__(kThreads)
     int64_t const b = blockIdx.x;
     int32_t* out = outIdx + b * kWidth;
     int64_t const ctx = contextLengths[b];
-    if (ctx < 1 || (ctx + 3) / 4 > maxBlocks) {
+    if (ctx < 1 || ctx / 4 > maxBlocks) {
         for (int p = threadIdx.x; p < kWidth; p += kThreads) {
             out[p] = -1; // invalid row
         }

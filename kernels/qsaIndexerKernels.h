@@ -73,7 +73,7 @@ void launchQsaExpand(int32_t* outIdx, int32_t const* sortedIds, int32_t const* c
 
 // B1 decode prep: qNormed [B, 1, 4, 128] at pos = ctx - 1; raw k to its K-tail when ctx % 4 != 0, else
 // the completed block ctx/4 - 1 is compressed (3 K-tails + the input token) into its V-tail. Invalid rows
-// (ctx < 1 or ceilDiv(ctx, 4) > maxBlocks) write zero qNormed and no pool cell.
+// (ctx < 1 or ctx / 4 > maxBlocks, floor: contract section 5) write zero qNormed and no pool cell.
 template <typename T>
 void launchQsaDecodePrep(T* qNormed, T const* indexQk, float const* cosSin, int32_t const* contextLengths, T const* wQ,
                          T const* wK, float rmsEps, QsaIndexerPoolState const& poolState, int32_t batchSize,

@@ -135,6 +135,9 @@ __device__ __forceinline__ void radixPass(RadixSelectSmem<kThreads>& sm, int shi
         }
         int above = incl - mine;
         int const need = sm.need;
+        // Every lane has read sm.need before the one owning lane overwrites it below: without this
+        // barrier the read and the write race under independent thread scheduling (racecheck).
+        __syncwarp(kFull);
         if (above < need && need <= incl) {
 #pragma unroll
             for (int k = 0; k < 8; ++k) {
