@@ -152,9 +152,17 @@ void multiStep(DType dt, DecodeSpec d) {
 
 TYPED_TEST(DecodeTest, ManyStepsAcrossPages) {
     // Sequences start at 2040 (crosses nVis = 512 and pages 16 -> 17), 250 (page 2), 126 (page 1), 0
-    // (a new sequence from its first token), plus an invalid one (ctx 0) and one past maxBlocks.
-    DecodeSpec d{
-        {2040, 250, 126, 0, -1, -(4 * 560 + 2)}, 140, 560, 18, {0, 0, 2, 256, 128}, Pages::kFull, Mode::kNormal, 1};
+    // (a new sequence from its first token), 2200 (crosses the floor edge of maxBlocks = 560: ctx 2241..2243
+    // are valid with ctx / 4 == maxBlocks < ceilDiv(ctx, 4), from 2244 on invalid), plus an invalid one
+    // (ctx 0) and one at ctx / 4 == maxBlocks + 1 (ctx 2244).
+    DecodeSpec d{{2040, 250, 126, 0, 2200, -1, -(4 * 561 + 1)},
+                 140,
+                 560,
+                 18,
+                 {0, 0, 2, 256, 128},
+                 Pages::kFull,
+                 Mode::kNormal,
+                 1};
     multiStep<typename TypeParam::T>(TypeParam::kDt, d);
 }
 
@@ -171,8 +179,10 @@ TYPED_TEST(DecodeTest, CudaGraphReplayEqualsStream) {
     Rng rng(3);
     ref::PoolDims dims{B * pagesPerSeq + 1, pagesPerSeq, 2, 384, 256};
     ref::HostPool hp = makeHostPool(dt, B, dims, Pages::kFull, rng); // random pool: any state is a valid start
-    std::vector<int32_t> start = {2045, 130, 1, 2300, 0};
-    std::vector<float> cs = makeCosSin(2400);
+    // 2390 + 23 steps crosses the floor edge of maxBlocks = 600: 2400..2403 valid (ctx / 4 == maxBlocks <
+    // ceilDiv(ctx, 4) for 2401..2403), 2404.. invalid, inside the captured graph too.
+    std::vector<int32_t> start = {2045, 130, 1, 2390, 0};
+    std::vector<float> cs = makeCosSin(2404);
     std::vector<uint16_t> wQ = makeGamma(dt, Gamma::kSmall, rng), wK = makeGamma(dt, Gamma::kSmall, rng);
     std::vector<std::vector<uint16_t>> qks;
     std::vector<std::vector<int32_t>> ctxs, splits;

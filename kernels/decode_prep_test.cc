@@ -1,7 +1,7 @@
 // B1 decode prep (launchQsaDecodePrep) against reference decodePrep, bit for bit, half and bf16
 // (contract section 5, Decode): q-prep at pos = ctx - 1; raw k to its K-tail when ctx % 4 != 0, else
 // block ctx/4 - 1 compressed from 3 K-tails + the input token into its V-tail; invalid rows (ctx < 1 or
-// ceilDiv(ctx, 4) > maxBlocks) write zero qNormed and no pool cell; holes are never dereferenced.
+// ctx / 4 > maxBlocks, floor) write zero qNormed and no pool cell; holes are never dereferenced.
 #include "kernels/test_helper.h"
 
 namespace qsa {
@@ -47,9 +47,11 @@ void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::
     EXPECT_TRUE(bitsEqual(hp.data, dp.data.download(), {"pool", p, size_t(dims.poolHeadDim), dt}));
 }
 
-// Every ctx % 4, page boundaries, the slot past the table (644, 700), the maxBlocks edge (800 valid,
-// 801 invalid) and ctx < 1.
-std::vector<int32_t> const kCtx = {1, 2, 3, 4, 5, 8, 127, 128, 129, 131, 132, 256, 257, 640, 644, 700, 800, 801, 0, -1};
+// Every ctx % 4, page boundaries, the slot past the table (644, 700), the floor edge of maxBlocks = 200
+// (800, 801, 803 valid: ctx / 4 == maxBlocks, also when ceilDiv(ctx, 4) > maxBlocks; 804, 807 invalid:
+// ctx / 4 == maxBlocks + 1) and ctx < 1.
+std::vector<int32_t> const kCtx = {1,   2,   3,   4,   5,   8,   127, 128, 129, 131, 132, 256,
+                                   257, 640, 644, 700, 800, 801, 803, 804, 807, 0,   -1};
 
 TYPED_TEST(DecodePrepTest, FullTable) {
     int32_t B = static_cast<int32_t>(kCtx.size());

@@ -41,7 +41,8 @@ void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::
     EXPECT_TRUE(bitsEqual(hp.data, dp.data.download(), {"pool (read only)", p, size_t(dims.poolHeadDim), dt}));
 }
 
-std::vector<int32_t> const kCtx = {1, 3, 4, 7, 8, 127, 128, 129, 132, 640, 644, 700, 800, 801, 0, -5};
+// The floor edge of maxBlocks = 200: 800, 801, 803 valid (200 logits), 804, 807 invalid (nothing written).
+std::vector<int32_t> const kCtx = {1, 3, 4, 7, 8, 127, 128, 129, 132, 640, 644, 700, 800, 801, 803, 804, 807, 0, -5};
 
 TYPED_TEST(DecodeScoresTest, Modes) {
     int32_t B = static_cast<int32_t>(kCtx.size());

@@ -142,9 +142,13 @@ TEST(DecodeSelectTest, SmallNVisReadsNoLogit) {
 }
 
 TEST(DecodeSelectTest, InvalidRowsAndEdges) {
-    // ctx < 1 and ceilDiv(ctx, 4) > maxBlocks are invalid (all -1); ctx == 4 * maxBlocks is the last valid.
+    // ctx < 1 and ctx / 4 > maxBlocks are invalid (all -1); ctx / 4 == maxBlocks is valid also when
+    // ceilDiv(ctx, 4) > maxBlocks (floor rule, contract section 5): 4 * 700 + 3 is the last valid.
     runCase({{0, Row::kRandom},
              {-1, Row::kRandom},
+             {4 * 700 + 4, Row::kRandom},
+             {4 * 700 + 7, Row::kRandom},
+             {4 * 700 + 3, Row::kThreeValues},
              {4 * 700 + 1, Row::kRandom},
              {4 * 700, Row::kRandom},
              {4 * 700 - 1, Row::kThreeValues},

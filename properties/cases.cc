@@ -46,7 +46,9 @@ Chain makeChain(DecodeChainSpec const& s) {
         ref::DecodeCase d;
         d.dtype = s.act.dtype;
         d.batchSize = s.B;
-        d.maxBlocks = ceilDiv(total, 4) + s.extraBlocks;
+        // extraBlocks < 0: the floor boundary of contract section 5, maxBlocks = total / 4, so that the last
+        // steps have ctx / 4 == maxBlocks < ceilDiv(ctx, 4) when total % 4 != 0 (valid, normal rows).
+        d.maxBlocks = s.extraBlocks < 0 ? std::max(1, total / 4) : ceilDiv(total, 4) + s.extraBlocks;
         d.indexQk.resize(size_t(s.B) * 640);
         for (int32_t b = 0; b < s.B; ++b) {
             d.contextLengths.push_back(s.L[b] + k + 1);
@@ -151,8 +153,8 @@ CellPlan decodeCellPlan(ref::DecodeCase const& c) {
     plan.rawK.assign(c.pool.data.size(), 0);
     for (int32_t b = 0; b < c.batchSize; ++b) {
         int32_t const ctx = c.contextLengths[b];
-        if (ctx < 1 || ceilDiv(ctx, 4) > c.maxBlocks)
-            continue; // invalid row: no pool cell
+        if (ctx < 1 || ctx / 4 > c.maxBlocks)
+            continue; // invalid row (floor rule, contract section 5): no pool cell
         if (ctx % 4 != 0) {
             markKTail(plan, c.pool, b, ctx - 1, &c.indexQk[size_t(b) * 640 + 512]);
         } else {

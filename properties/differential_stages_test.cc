@@ -97,8 +97,11 @@ QSA_PROP(Stages, DecodeSelectMatchesReference, 60) {
     int32_t const B = *rc::gen::inRange<int32_t>(1, 5);
     int32_t const maxBlocks = *weighted<int32_t>({{2, 8}, {2, 520}, {1, 600}, {1, 2100}});
     std::vector<int32_t> ctx;
-    for (int32_t b = 0; b < B; ++b)
-        ctx.push_back(*rc::gen::inRange<int32_t>(-1, 4 * maxBlocks + 5));
+    // Uniform, or next to the floor edge (contract section 5): 4 * maxBlocks + 0..3 valid, + 4..7 invalid.
+    for (int32_t b = 0; b < B; ++b) {
+        ctx.push_back(*rc::gen::arbitrary<bool>() ? *rc::gen::inRange<int32_t>(-1, 4 * maxBlocks + 8)
+                                                  : 4 * maxBlocks + *rc::gen::inRange<int32_t>(0, 8));
+    }
     bool const specials = *rc::gen::arbitrary<bool>();
     std::vector<float> const logits = *genLogits(size_t(B) * maxBlocks, specials);
     std::vector<int32_t> want(size_t(B) * ref::kIndexWidth);

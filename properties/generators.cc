@@ -457,7 +457,8 @@ rc::Gen<DecodeChainSpec> genDecodeChainSpec(int32_t maxL, int32_t maxSteps, bool
                                            return std::max(0, std::min(maxL, k * 128 - 1));
                                        })}});
     auto L = rc::gen::container<std::vector<int32_t>>(8, oneL);
-    auto extras = rc::gen::tuple(weighted<bool>({{3, true}, {1, false}}), rc::gen::inRange<int32_t>(0, 3));
+    // extraBlocks -1 puts the last steps on the floor boundary ctx / 4 == maxBlocks < ceilDiv(ctx, 4).
+    auto extras = rc::gen::tuple(weighted<bool>({{3, true}, {1, false}}), rc::gen::inRange<int32_t>(-1, 3));
     return rc::gen::map(
         rc::gen::tuple(B, L, rc::gen::inRange<int32_t>(1, maxSteps + 1), genActSpec(tieBias, false),
                        genPoolSpec(hostile, 0), extras),

@@ -69,7 +69,7 @@ struct DecodeChainSpec {
     ActSpec act;
     PoolSpec pool;
     bool splitCounters = true;
-    int32_t extraBlocks = 0; // maxBlocks beyond ceilDiv(max(L) + steps, 4)
+    int32_t extraBlocks = 0; // maxBlocks beyond ceilDiv(max(L) + steps, 4); -1: max(1, (max(L) + steps) / 4)
 };
 
 // Size limits of generated cases: pairs = B * S * ceilDiv(S, 4) bounds the K2 + sort work.

@@ -1,7 +1,9 @@
 // Contract 7.3 (padding): padded rows (t >= ctx[b], ctx[b] == 0) are all -1, and padded inputs are never
 // read: poisoning them with NaN / Inf / garbage changes nothing (outIdx and pool). Context lengths outside
-// [0, S] act clamped. Invalid decode rows (ctx < 1 or ceilDiv(ctx, 4) > maxBlocks) are all -1, write
-// no pool cell and change nothing for the other rows.
+// [0, S] act clamped. Invalid decode rows (ctx < 1 or ctx / 4 > maxBlocks, floor: contract section 5) are
+// all -1, write no pool cell and change nothing for the other rows. The valid side of that boundary
+// (ctx / 4 == maxBlocks < ceilDiv(ctx, 4)) is drawn by the decode chains (extraBlocks = -1) of every
+// decode property.
 #include <algorithm>
 
 #include "properties/cases.h"
@@ -64,7 +66,10 @@ QSA_PROP(Padding, InvalidDecodeRowsAreInert, 40) {
     d.pool.data = pool;
     int32_t const bad = *rc::gen::inRange<int32_t>(0, spec.B);
     ref::DecodeCase inv = d;
-    inv.contextLengths[bad] = *pick<int32_t>(0, -1, -1000, 4 * d.maxBlocks + 1, 4 * d.maxBlocks + 4);
+    // ctx / 4 == maxBlocks + 1 (the first invalid lengths above the floor boundary, with and without a
+    // tail), far above it, and ctx < 1.
+    inv.contextLengths[bad] = *pick<int32_t>(0, -1, 4 * d.maxBlocks + 4, 4 * d.maxBlocks + 5, 4 * d.maxBlocks + 7,
+                                             -1000, 4 * d.maxBlocks + 1000);
     RC_LOG() << "invalid row b=" << bad << " ctx=" << inv.contextLengths[bad] << " maxBlocks=" << d.maxBlocks << "\n";
     cap.add(inv);
     DecodeOut const got = runImplDecode(inv);

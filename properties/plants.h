@@ -101,7 +101,7 @@ inline void beforeDecodePrep(int32_t const* ctx, int32_t B, int32_t maxBlocks, r
     if (QSA_PLANT != 6)
         return;
     for (int32_t b = 0; b < B; ++b) {
-        if (ctx[b] < 4 || ctx[b] % 4 != 0 || (ctx[b] + 3) / 4 > maxBlocks)
+        if (ctx[b] < 4 || ctx[b] % 4 != 0 || ctx[b] / 4 > maxBlocks)
             continue;
         int32_t const t = ctx[b] - 4, slot = t >> 7;
         if (slot >= p.dims.maxPagesPerSeq)

@@ -382,15 +382,66 @@ TEST(GoldenDecode, NegativeZeroDotGivesPositiveZeroLogitInB2) {
     EXPECT_EQ(logits[1], 7.0f); // only the valid prefix ctx / 4 = 1 is written
 }
 
+TEST(GoldenDecode, ValidityByFloorOfCtxOver4) {
+    // Contract section 5: a decode row is invalid iff ctx < 1 or ctx / 4 > maxBlocks (floor). maxBlocks 1:
+    // b0: ctx 5: 5 / 4 = 1 == maxBlocks < ceilDiv(5, 4) = 2: VALID and normal: pos 4, qNormed = +1 (N1); its
+    //     raw k (+1) to the K-tail of token 4 (page 0 row 4); B2 logit of block 0 from the V-tail of token 0
+    //     (pre-filled +1): dot 128 -> 0x423504F3 (N3); nVis 1 <= 512: all blocks; tail ctx % 4 = 1 ->
+    //     [0, 1, 2, 3, 4].
+    // b1: ctx 7: 7 / 4 = 1 == maxBlocks < ceilDiv(7, 4) = 2: valid: K-tail of token 6 (page 1 row 6) = +1;
+    //     V-tail of token 0 holds pattern A: logit +0.0 (A); tail 3 -> [0, 1, 2, 3, 4, 5, 6].
+    // b2: ctx 8: 8 / 4 = 2 == maxBlocks + 1: invalid: zero qNormed, all -1, no logit, no pool cell (the
+    //     block it would complete, 1, has no logits column); its NaN input changes nothing.
+    DecodeCase c;
+    c.dtype = DType::kHalf;
+    c.batchSize = 3;
+    c.maxBlocks = 1;
+    c.indexQk.assign(3 * 640, kHalfOne);
+    for (int e = 0; e < 640; ++e) {
+        c.indexQk[2 * 640 + e] = kHalfNaN;
+    }
+    c.cosSin = test::uniformCosSin(8, 1.0f, 0.0f);
+    c.contextLengths = {5, 7, 8};
+    c.wQ.assign(128, 0);
+    c.wK.assign(128, 0);
+    c.rmsEps = 0.0f;
+    c.pool = smallPool(3);
+    for (int d = 0; d < 128; ++d) {
+        c.pool.data[cell(4 + 0, 0, 128 + d)] = kHalfOne;                          // b0's V-tail of block 0
+        c.pool.data[cell(4 + 1, 0, 128 + d)] = d < 64 ? kHalfMinusOne : kHalfOne; // b1's: pattern A
+        for (int32_t t = 4; t < 7; ++t) {
+            c.pool.data[cell(2, t, 128 + d)] = kHalfOne; // b2's K-tails of tokens 4..6 (never read)
+        }
+    }
+    DecodeResult const r = runDecode(c);
+    EXPECT_EQ(rowVec(r.outIdx, 0), rowOf({0, 1, 2, 3, 4}));
+    EXPECT_EQ(rowVec(r.outIdx, 1), rowOf({0, 1, 2, 3, 4, 5, 6}));
+    EXPECT_EQ(rowVec(r.outIdx, 2), rowOf({}));
+    EXPECT_EQ(test::bitsOfFloat(r.logits[0]), kLogit128);
+    EXPECT_EQ(test::bitsOfFloat(r.logits[1]), 0u);
+    EXPECT_EQ(r.logits[2], -FLT_MAX); // no logit for the invalid row
+    for (int32_t b = 0; b < 3; ++b) {
+        for (int e = 0; e < 512; ++e) {
+            ASSERT_EQ(r.qNormed[b * 512 + e], b < 2 ? kHalfOne : 0) << "b=" << b << " e=" << e;
+        }
+    }
+    std::vector<uint16_t> want = c.pool.data;
+    for (int d = 0; d < 128; ++d) {
+        want[cell(0, 4, 128 + d)] = kHalfOne;
+        want[cell(1, 6, 128 + d)] = kHalfOne;
+    }
+    EXPECT_TRUE(r.poolAfter == want);
+}
+
 TEST(GoldenDecode, RowBeyondMaxBlocksIsInvalid) {
-    // ctx 5 with maxBlocks 1: ceilDiv(5, 4) = 2 > 1: invalid: all -1, zero qNormed, no pool cell.
+    // ctx 9 with maxBlocks 1: 9 / 4 = 2 > 1: invalid: all -1, zero qNormed, no pool cell.
     DecodeCase c;
     c.dtype = DType::kHalf;
     c.batchSize = 1;
     c.maxBlocks = 1;
     c.indexQk.assign(640, kHalfOne);
-    c.cosSin = test::uniformCosSin(5, 1.0f, 0.0f);
-    c.contextLengths = {5};
+    c.cosSin = test::uniformCosSin(9, 1.0f, 0.0f);
+    c.contextLengths = {9};
     c.wQ.assign(128, 0);
     c.wK.assign(128, 0);
     c.pool = smallPool(1);

@@ -237,7 +237,7 @@ DecodeResult runDecode(DecodeCase const& c, int numThreads) {
     int64_t maxCtx = 0;
     for (int32_t b = 0; b < B; ++b) {
         int32_t const ctx = c.contextLengths[b];
-        if (ctx >= 1 && (static_cast<int64_t>(ctx) + 3) / 4 <= c.maxBlocks) {
+        if (decodeRowValid(ctx, c.maxBlocks)) { // only a valid row reads cosSin
             maxCtx = std::max<int64_t>(maxCtx, ctx);
         }
     }

@@ -404,7 +404,12 @@ RC_GTEST_PROP(RefProperties, DecodeStepsEqualPrefillRows, ()) {
 
 RC_GTEST_PROP(RefProperties, DecodePoolWritesTouchOnlyTheContractsCells, ()) {
     Shape const s = *genShape();
-    int32_t const maxBlocks = *rc::gen::inRange(1, (s.S + 3) / 4 + 3);
+    // maxBlocks: uniform, or placed on either side of the floor boundary of a row j (contract section 5):
+    // ctx/4 == maxBlocks (valid, also when maxBlocks < ceilDiv(ctx, 4)) or ctx/4 == maxBlocks + 1 (invalid).
+    int32_t const j = *rc::gen::inRange(0, s.B);
+    int const where = *rc::gen::inRange(0, 3);
+    int32_t const edge = std::max(s.ctx[j], 0) / 4 - (where == 2 ? 1 : 0);
+    int32_t const maxBlocks = where == 0 || edge < 1 ? *rc::gen::inRange(1, (s.S + 3) / 4 + 3) : edge;
     PrefillCase const src = caseOf(s);
     DecodeCase d;
     d.dtype = s.dt;
@@ -416,20 +421,26 @@ RC_GTEST_PROP(RefProperties, DecodePoolWritesTouchOnlyTheContractsCells, ()) {
     d.rmsEps = src.rmsEps;
     d.pool = test::randomPool(s.seed + 3, s.B, s.S + 2, true);
     d.indexQk.assign(src.indexQk.begin(), src.indexQk.begin() + static_cast<size_t>(s.B) * kQkWidth);
-    d.contextLengths = s.ctx; // ctx < 1 and ceilDiv(ctx, 4) > maxBlocks are invalid rows
+    d.contextLengths = s.ctx; // ctx < 1 and ctx / 4 > maxBlocks are invalid rows
     d.hasSplitCounters = *rc::gen::arbitrary<bool>();
     d.splitCounters.assign(static_cast<size_t>(s.B) * d.pool.dims.numKVHeads, 9);
     DecodeResult const r = runDecode(d);
     std::vector<uint16_t> want = d.pool.data;
     for (int32_t b = 0; b < s.B; ++b) {
         int32_t const ctx = s.ctx[b];
-        bool const valid = ctx >= 1 && (ctx + 3) / 4 <= maxBlocks;
+        bool const valid = ctx >= 1 && ctx / 4 <= maxBlocks;
+        RC_CLASSIFY(ctx >= 1 && ctx / 4 == maxBlocks && ctx % 4 != 0, "row with ctx/4 == maxBlocks < ceilDiv(ctx,4)");
+        RC_CLASSIFY(ctx / 4 == maxBlocks + 1, "row with ctx/4 == maxBlocks + 1");
         int32_t const* row = r.outIdx.data() + static_cast<int64_t>(b) * kIndexWidth;
         if (!valid) {
             RC_ASSERT(std::all_of(row, row + kIndexWidth, [](int32_t v) { return v == -1; }));
             RC_ASSERT(std::all_of(r.qNormed.begin() + b * 512, r.qNormed.begin() + (b + 1) * 512,
                                   [](uint16_t v) { return v == 0; }));
             continue;
+        }
+        int32_t const nVis = ctx / 4, kSel = std::min(512, nVis);
+        for (int32_t i = 0; i < ctx % 4; ++i) {
+            RC_ASSERT(row[4 * kSel + i] == 4 * nVis + i); // a valid row is normal: its tail is present
         }
         int32_t const t = ctx - 1;
         if (ctx % 4 != 0) { // the new raw k to its K-tail

@@ -99,5 +99,8 @@ size_t prefillWorkspaceBytes(int32_t batchSize, int32_t maxSeqLen, size_t cubQue
 size_t decodeWorkspaceBytes(int32_t maxBatchSize, int32_t maxBlocks);
 int64_t prefillChunkRows(int32_t batchSize, int32_t seqLen); // Rc
 
+// A decode row is valid iff ctx >= 1 and ctx / 4 <= maxBlocks (floor; contract section 5).
+bool decodeRowValid(int32_t ctx, int32_t maxBlocks);
+
 } // namespace ref
 } // namespace qsa

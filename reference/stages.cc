@@ -285,12 +285,13 @@ void expand(int32_t* outIdx, int32_t const* sortedIds, int32_t const* contextLen
     }
 }
 
-namespace {
-
-// A decode row is valid iff ctx >= 1 and ceilDiv(ctx, 4) <= maxBlocks.
+// Floor, contract section 5: B2 writes logits for g < ctx / 4 only, so a row with ctx / 4 == maxBlocks <
+// ceilDiv(ctx, 4) fits its logits row and is valid.
 bool decodeRowValid(int32_t ctx, int32_t maxBlocks) {
-    return ctx >= 1 && (static_cast<int64_t>(ctx) + 3) / 4 <= maxBlocks;
+    return ctx >= 1 && ctx / 4 <= maxBlocks;
 }
+
+namespace {
 
 void checkDecodeArgs(char const* fn, int32_t const* contextLengths, PoolView const& pool, int32_t batchSize,
                      int32_t maxBlocks) {
