@@ -1,0 +1,9 @@
+"""qsa_fixture: read, validate, write and replay `qsa-fixture/1` fixtures from Python (python/README.md)."""
+from .errors import FixtureError
+from .fixture import Fixture, parse_case_json, parse_fixture_files, read_fixture, validate_fixture, write_fixture
+from .npy import parse_npy, serialize_npy
+from .replay import ReplayResult, compare_outputs, replay
+
+__all__ = ["FixtureError", "Fixture", "parse_case_json", "parse_fixture_files", "read_fixture",
+           "validate_fixture", "write_fixture", "parse_npy", "serialize_npy", "ReplayResult",
+           "compare_outputs", "replay"]

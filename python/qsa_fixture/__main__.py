@@ -1,0 +1,171 @@
+"""python -m qsa_fixture show|diff|replay|run: the `qsa` CLI (tools/qsa_main.cc) for Python callables.
+
+  python -m qsa_fixture show DIR
+  python -m qsa_fixture replay [--impl module:function] [--quiet] DIR...
+  python -m qsa_fixture run [--impl module:function] DIR --out OUTDIR
+  python -m qsa_fixture diff A B      (output dirs or fixture dirs: a fixture contributes its expected_*)
+
+--impl defaults to qsa_fixture.numpy_impl:run. Exit status: 0 all good, 1 a mismatch or an invalid
+fixture, 2 a usage error (as qsa).
+"""
+import argparse
+import importlib
+import os
+import sys
+
+import numpy as np
+
+from .fixture import read_fixture, INDEX_WIDTH, NUM_HEADS, HEAD_DIM, TOKENS_PER_PAGE
+from .npy import parse_npy, serialize_npy, shape_string
+from .replay import compare_outputs, replay
+
+DEFAULT_IMPL = "qsa_fixture.numpy_impl:run"
+
+
+def load_impl(spec):
+    mod, sep, fn = spec.partition(":")
+    if not sep or not mod or not fn:
+        raise ValueError(f"--impl must be module:function, got '{spec}'")
+    obj = importlib.import_module(mod)
+    for part in fn.split("."):
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ValueError(f"--impl {spec} is not callable")
+    return obj
+
+
+def cmd_show(d):
+    f = read_fixture(d)
+    line = (f"{d}: {f.pipeline} {f.dtype} B={f.batch_size} S={f.seq_len}"
+            + (f" maxBlocks={f.max_blocks}" if f.is_decode else "")
+            + f" pool={'yes' if f.pool is not None else 'no'}\n  description: {f.description}"
+            + f"\n  contract: {f.contract or '-'}  provenance: {f.provenance or '-'}\n  ctx:")
+    print(line + "".join(f" {int(c)}" for c in f.inputs["context_lengths"]))
+    return 0
+
+
+def cmd_replay(impl_spec, dirs, verbose):
+    impl = load_impl(impl_spec)
+    bad = 0
+    for d in dirs:
+        try:
+            f = read_fixture(d)
+        except Exception as e:  # noqa: BLE001 (qsa prints every reader error as INVALID)
+            print(f"INVALID {d}: {e}")
+            bad += 1
+            continue
+        r = replay(f, impl)
+        print(("PASS " if r.passed else "FAIL ") + d + ("" if r.passed else ": " + r.summary))
+        if not r.passed:
+            bad += 1
+            if verbose:
+                print(r.report, end="")
+    print(f"{len(dirs) - bad} of {len(dirs)} fixtures pass (impl={impl_spec})")
+    return 1 if bad else 0
+
+
+OUTPUT_NAMES = ("out_idx", "pool", "split_counters", "q_normed", "kbar", "logits")
+
+
+def write_outputs(d, f, out):
+    os.makedirs(d, exist_ok=True)
+    B, S = f.batch_size, f.seq_len
+    shapes = {"out_idx": ((B, S, INDEX_WIDTH), np.int32), "q_normed": ((B, S, NUM_HEADS, HEAD_DIM), np.uint16),
+              "kbar": ((B, (S + 3) // 4, HEAD_DIM), np.uint16),
+              "logits": (((B, f.max_blocks) if f.is_decode else (B * S, (S + 3) // 4)), np.float32)}
+    if f.pool is not None:
+        p = f.pool
+        shapes["pool"] = ((2 * p["num_pages"], TOKENS_PER_PAGE, p["num_kv_heads"], p["pool_head_dim"]), np.uint16)
+        shapes["split_counters"] = ((B, p["num_kv_heads"]), np.int32)
+    for name in OUTPUT_NAMES:
+        if out.get(name) is None or name not in shapes:
+            continue
+        shape, dt = shapes[name]
+        a = np.asarray(out[name]).astype(dt, copy=False).reshape(shape)
+        with open(os.path.join(d, name + ".npy"), "wb") as fh:
+            fh.write(serialize_npy(a))
+
+
+def cmd_run(impl_spec, d, out_dir):
+    f = read_fixture(d)
+    write_outputs(out_dir, f, load_impl(impl_spec)(f))
+    print(f"wrote outputs of impl={impl_spec} for {d} to {out_dir}")
+    return 0
+
+
+def load_output_arrays(d):
+    is_fixture = os.path.exists(os.path.join(d, "case.json"))
+    out = {}
+    for name in OUTPUT_NAMES:
+        p = os.path.join(d, ("expected_" if is_fixture else "") + name + ".npy")
+        if os.path.exists(p):
+            with open(p, "rb") as fh:
+                out[name] = parse_npy(fh.read(), p)
+    if "out_idx" not in out:
+        raise ValueError(f"{d}: neither an output directory (out_idx.npy) nor a fixture (case.json)")
+    return out, is_fixture
+
+
+def cmd_diff(a, b):
+    A, fa = load_output_arrays(a)
+    B, fb = load_output_arrays(b)
+    if fa or fb:  # a fixture on one side: the full replay report
+        f = read_fixture(a if fa else b)
+        r = compare_outputs(f, B if fa else A)
+        print(("IDENTICAL" if r.passed else "DIFFERENT") + f" {a} vs {b}\n" + r.report, end="")
+        return 0 if r.passed else 1
+    same = True
+    for n in sorted(set(A) | set(B)):
+        if n not in A or n not in B:
+            print(f"{n}: only in {a if n in A else b}")
+            same = False
+            continue
+        x, y = A[n], B[n]
+        if x.dtype != y.dtype or x.shape != y.shape:
+            print(f"{n}: {x.dtype.str}{shape_string(x.shape)} vs {y.dtype.str}{shape_string(y.shape)}")
+            same = False
+            continue
+        view = np.uint16 if x.dtype.itemsize == 2 else np.uint32
+        d = np.flatnonzero(x.reshape(-1).view(view) != y.reshape(-1).view(view))
+        if len(d):
+            same = False
+            print(f"{n}: {len(d)} elements differ, first at {shape_string(np.unravel_index(d[0], x.shape))}")
+        else:
+            print(f"{n}: identical")
+    print("IDENTICAL" if same else "DIFFERENT")
+    return 0 if same else 1
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m qsa_fixture",
+                                 description="show, diff, run and replay QSA indexer fixtures (qsa-fixture/1)")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("show", help="print a fixture's header")
+    s.add_argument("dir")
+    r = sub.add_parser("replay", help="replay fixture directories through a Python callable")
+    r.add_argument("--impl", default=DEFAULT_IMPL, help="module:function (default %(default)s)")
+    r.add_argument("--quiet", action="store_true", help="only the one-line results")
+    r.add_argument("dirs", nargs="+")
+    u = sub.add_parser("run", help="run a callable on a fixture, write its outputs as .npy")
+    u.add_argument("--impl", default=DEFAULT_IMPL)
+    u.add_argument("dir")
+    u.add_argument("--out", required=True)
+    d = sub.add_parser("diff", help="compare two output directories (or a fixture's expected outputs)")
+    d.add_argument("a")
+    d.add_argument("b")
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "show":
+            return cmd_show(args.dir)
+        if args.cmd == "replay":
+            return cmd_replay(args.impl, args.dirs, not args.quiet)
+        if args.cmd == "run":
+            return cmd_run(args.impl, args.dir, args.out)
+        return cmd_diff(args.a, args.b)
+    except Exception as e:  # noqa: BLE001 (as qsa: one line on stderr, exit 1)
+        print(f"qsa_fixture: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,304 @@
+"""Replay: run a Python implementation on a fixture and compare its outputs with the expected ones bit
+for bit, with the one-line summaries, contract names and report of fixtures/replay.cc.
+
+An implementation is any callable impl(fixture) -> dict with 'out_idx' [B, S, 2051] int32 and, as the
+fixture has them, 'pool' (after the run) and 'split_counters' (after); optionally the stage outputs
+'q_normed', 'kbar', 'logits' (shapes of the expected_* files). Arrays of other dtypes are compared by
+value after conversion to the format's dtype (uint16 bits, int32, float32 bits).
+"""
+import numpy as np
+
+WIDTH, TOPK, TPP = 2051, 512, 128
+
+
+def hex32(x):
+    x = np.float32(x)
+    return "0x%08x (%.9g)" % (int(np.asarray(x).view(np.uint32)), float(x))
+
+
+def set_string(v, limit=16, as_list=False):
+    v = [int(x) for x in v]
+    s = ", ".join(str(x) for x in v[:limit])
+    if len(v) > limit:
+        s += f", ... ({len(v)} in all)"
+    return ("[" if as_list else "{") + s + ("]" if as_list else "}")
+
+
+class RowInfo:
+    pass
+
+
+def row_info(f, row):
+    r = RowInfo()
+    S = f.seq_len
+    r.b = row // S
+    r.ctx = int(f.inputs["context_lengths"][r.b])
+    if f.is_decode:
+        r.t = r.ctx - 1  # the decode row is the new token, pos = ctx - 1
+        r.padded = r.ctx < 1 or r.ctx // 4 > f.max_blocks  # invalid row (contract section 5, floor rule)
+        r.n_vis, r.tail = r.ctx // 4, r.ctx % 4
+    else:
+        r.t = row % S
+        r.padded = r.t >= r.ctx
+        r.n_vis, r.tail = (r.t + 1) // 4, (r.t + 1) % 4
+    if r.padded:
+        r.n_vis = r.tail = 0
+    r.k_sel = min(TOPK, r.n_vis)
+    return r
+
+
+def layout_violation(r, row):
+    """Section 4's K4 consequences on one actual row: '' or the first violation."""
+    row = [int(x) for x in row]
+    if r.padded:
+        for i, v in enumerate(row):
+            if v != -1:
+                return f"padded row has entry {v} at column {i}"
+        return ""
+    seen = set()
+    for i in range(4 * r.k_sel):
+        v = row[i]
+        if v < 0 or v > r.t:
+            return f"entry {v} at column {i} outside [0, t = {r.t}]"
+        if i % 4 != 0 and v != row[i - i % 4] + i % 4:
+            return f"column {i} breaks out[4i + j] = sel[i] * 4 + j"
+        if i % 4 == 0 and v % 4 != 0:
+            return f"column {i} holds {v}, not a block start"
+        if v in seen:
+            return f"entry {v} repeated (column {i})"
+        seen.add(v)
+    for j in range(r.tail):
+        if row[4 * r.k_sel + j] != 4 * r.n_vis + j:
+            return f"tail entry {j} is {row[4 * r.k_sel + j]}, expected {4 * r.n_vis + j}"
+    for i in range(4 * r.k_sel + r.tail, WIDTH):
+        if row[i] != -1:
+            return f"column {i} after the tail is {row[i]}, not -1"
+    return ""
+
+
+def _c_div(a, b):  # C++ integer division truncates toward zero
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def blocks_of(row, n):
+    return sorted(_c_div(int(row[i]), 4) for i in range(0, n, 4) if row[i] >= 0)
+
+
+def reference_logits(f, row):
+    """Logits of one row recomputed by this package's NumPy implementation of the contract."""
+    from . import numpy_impl
+    lg = numpy_impl.run(f)["logits"]
+    return lg[row]
+
+
+def _report_order(o, f, r, row, exp, act):
+    eo = [_c_div(int(exp[4 * i]), 4) if exp[4 * i] >= 0 else -1 for i in range(r.k_sel)]
+    ao = [_c_div(int(act[4 * i]), 4) if act[4 * i] >= 0 else -1 for i in range(r.k_sel)]
+    if eo == ao:
+        o.append("    same blocks in the same order: the expansion out[4i + j] = sel[i] * 4 + j differs\n")
+        return
+    o.append("    same set, different order" + (" (decode emits ascending block ids)" if f.is_decode else "")
+             + f": expected {set_string(eo, 16, True)}, actual {set_string(ao, 16, True)}\n")
+    i = 0
+    while eo[i] == ao[i]:
+        i += 1
+    try:
+        lg = reference_logits(f, row)
+        eq = lg[eo[i]] == lg[ao[i]]
+        o.append(f"    at position {i}: expected block {eo[i]} (logit {hex32(lg[eo[i]])}), actual block {ao[i]} "
+                 f"(logit {hex32(lg[ao[i]])})"
+                 + (": equal logits, the contract orders them by ascending block id" if eq else "") + "\n")
+    except Exception as ex:  # noqa: BLE001 (the report must not hide the mismatch)
+        o.append(f"    (reference logits unavailable: {ex})\n")
+
+
+def _report_row(o, f, r, row, exp, act):
+    col = 0
+    while col < WIDTH and exp[col] == act[col]:
+        col += 1
+    line = f"  first differing row (b={r.b}, t={r.t}), ctx={r.ctx}"
+    if r.padded:
+        line += " (padded/invalid row: all -1 expected)\n"
+    else:
+        line += f", nVis={r.n_vis}, kSel={r.k_sel}, tail={r.tail}\n"
+    o.append(line)
+    o.append(f"    first differing column {col}: expected {int(exp[col])}, actual {int(act[col])}\n")
+    e, a = blocks_of(exp, 4 * r.k_sel), blocks_of(act, 4 * r.k_sel)
+    e_only = sorted(set(e) - set(a)) if len(set(e)) == len(e) else _multiset_diff(e, a)
+    a_only = sorted(set(a) - set(e)) if len(set(a)) == len(a) else _multiset_diff(a, e)
+    o.append(f"    selected blocks: expected-only {set_string(e_only)}, actual-only {set_string(a_only)} "
+             f"({len(e) - len(e_only)} in common)\n")
+    lo, hi = 4 * r.k_sel, 4 * r.k_sel + r.tail
+    o.append(f"    tail (columns [{lo}, {hi})): expected {set_string(exp[lo:hi], 16, True)}, actual "
+             f"{set_string(act[lo:hi], 16, True)}\n")
+    if r.padded or r.n_vis == 0:
+        return
+    if r.n_vis <= TOPK:
+        o.append("    nVis <= 512: every visible block is selected (no threshold)\n")
+        if not e_only and not a_only:
+            _report_order(o, f, r, row, exp, act)
+        return
+    try:
+        lg = reference_logits(f, row)
+    except Exception as ex:  # noqa: BLE001
+        o.append(f"    (reference logits unavailable: {ex})\n")
+        return
+    order = list(np.argsort(-lg[:r.n_vis], kind="stable"))  # logit descending, ties by ascending id
+    es, as_ = set(e), set(a)
+    o.append("    logits around the selection threshold (NumPy implementation; rank = position in logit-desc, "
+             "id-asc order):\n")
+    for k in range(max(0, r.k_sel - 4), min(r.n_vis, r.k_sel + 4)):
+        g = int(order[k])
+        mark = " (last selected)" if k == r.k_sel - 1 else " (first dropped) " if k == r.k_sel else ""
+        o.append(f"      rank {k}{mark}  block {g}  logit {hex32(lg[g])}  expected {'sel' if g in es else '-'} "
+                 f"actual {'sel' if g in as_ else '-'}\n")
+    rank = {int(g): k for k, g in enumerate(order)}
+    for what, v in (("expected-only", e_only), ("actual-only", a_only)):
+        for g in v[:6]:
+            if g < r.n_vis:
+                o.append(f"      {what} block {g}: rank {rank[g]}, logit {hex32(lg[g])}\n")
+
+
+def _multiset_diff(x, y):  # std::set_difference on sorted ranges with repeats
+    out, j = [], 0
+    for v in x:
+        while j < len(y) and y[j] < v:
+            j += 1
+        if j < len(y) and y[j] == v:
+            j += 1
+        else:
+            out.append(v)
+    return out
+
+
+def _bits(a, dtype):
+    """Flat bit patterns for comparison (memcmp in C++)."""
+    a = np.ascontiguousarray(np.asarray(a).astype(dtype, copy=False)).reshape(-1)
+    return a.view({2: np.uint16, 4: np.uint32}[a.dtype.itemsize])
+
+
+class ReplayResult:
+    def __init__(self, passed, summary, report="", contract=""):
+        self.passed, self.summary, self.report, self.contract = passed, summary, report, contract
+
+
+def _first_diff(e, a):
+    n = min(len(e), len(a))
+    d = np.flatnonzero(e[:n] != a[:n])
+    if len(d):
+        return int(d[0])
+    return -1 if len(e) == len(a) else n
+
+
+def compare_outputs(f, act):
+    """Compares `act` (a dict) with f.expected: out_idx, pool, split counters always; q_normed, kbar and
+    logits when both sides have them (decode logits: each valid row's prefix ctx/4 only)."""
+    exp = f.expected
+    o, state = [], {"inferred": "", "summary": ""}
+
+    def note(contract, line):
+        if not state["inferred"]:
+            state["inferred"], state["summary"] = contract, line
+
+    rows = f.batch_size * f.seq_len
+    e_idx = _bits(exp["out_idx"], np.int32).view(np.int32)
+    a_idx = _bits(act.get("out_idx", np.zeros(0, np.int32)), np.int32).view(np.int32)
+    if a_idx.size != e_idx.size:
+        o.append(f"  out_idx: {a_idx.size} elements, expected {e_idx.size}\n")
+        note("api", "out_idx has the wrong size")
+    else:
+        E, A = e_idx.reshape(rows, WIDTH), a_idx.reshape(rows, WIDTH)
+        bad_rows = np.flatnonzero((E != A).any(axis=1))
+        if len(bad_rows):
+            first = int(bad_rows[0])
+            r = row_info(f, first)
+            lv = layout_violation(r, A[first])
+            which = "padding" if r.padded else "differential" if not lv else "layout"
+            o.append(f"  out_idx: {len(bad_rows)} of {rows} rows differ\n")
+            _report_row(o, f, r, first, E[first], A[first])
+            if lv:
+                o.append(f"    the actual row breaks the index layout: {lv}\n")
+            note(which, f"out_idx row (b={r.b}, t={r.t}) differs ({len(bad_rows)} rows)")
+
+    if f.pool is not None:
+        e_pool = _bits(exp["pool"], np.uint16)
+        a_pool = _bits(act.get("pool", np.zeros(0, np.uint16)), np.uint16)
+        i = _first_diff(e_pool, a_pool)
+        if e_pool.size != a_pool.size:
+            o.append(f"  pool: {a_pool.size} elements, expected {e_pool.size}\n")
+            note("api", "pool has the wrong size")
+        elif i >= 0:
+            d = f.pool
+            col, head = i % d["pool_head_dim"], (i // d["pool_head_dim"]) % d["num_kv_heads"]
+            prow = (i // (d["pool_head_dim"] * d["num_kv_heads"])) % TPP
+            page = i // (d["pool_head_dim"] * d["num_kv_heads"] * TPP)
+            before = _bits(f.inputs["pool"], np.uint16)
+            untouched = e_pool[i] == before[i]
+            o.append("  pool: %d cells differ; first (page %d, row %d, head %d, col %d): expected 0x%04x, actual "
+                     "0x%04x, before the run 0x%04x\n" % (int((e_pool != a_pool).sum()), page, prow, head, col,
+                                                         e_pool[i], a_pool[i], before[i]))
+            if untouched:
+                o.append("    the contract leaves this cell unchanged: a write outside section 3's cells\n")
+            note("pool hygiene" if untouched else "differential", f"pool cell (page {page}, row {prow}, col {col}) differs")
+
+    e_sc = _bits(exp["split_counters"], np.int32).view(np.int32) if "split_counters" in exp else np.zeros(0, np.int32)
+    a_sc = _bits(act["split_counters"], np.int32).view(np.int32) if act.get("split_counters") is not None \
+        else np.zeros(0, np.int32)
+    if e_sc.size or a_sc.size:
+        i = _first_diff(e_sc, a_sc)
+        if i >= 0:
+            ev = str(int(e_sc[i])) if i < e_sc.size else "<none>"
+            av = str(int(a_sc[i])) if i < a_sc.size else "<none>"
+            o.append(f"  split_counters: first difference at flat index {i}: expected {ev}, actual {av}\n")
+            note("differential", "split_counters differ")
+
+    def stage(name, dtype):
+        if name not in exp or act.get(name) is None:
+            return
+        e, a = _bits(exp[name], dtype), _bits(act[name], dtype)
+        i = _first_diff(e, a)
+        if i >= 0:
+            n = min(e.size, a.size)
+            o.append(f"  {name}: {int((e[:n] != a[:n]).sum())} elements differ, first at flat index {i}"
+                     + (" (sizes differ)" if e.size != a.size else "") + "\n")
+            note("differential", f"{name} differs")
+
+    stage("q_normed", np.uint16)
+    stage("kbar", np.uint16)
+    if "logits" in exp and act.get("logits") is not None:
+        if f.is_decode:
+            e, a = _bits(exp["logits"], np.float32), _bits(act["logits"], np.float32)
+            mb = f.max_blocks
+            if e.size == a.size:
+                for b in range(f.batch_size):
+                    r = row_info(f, b)
+                    n = 0 if r.padded else r.n_vis
+                    d = np.flatnonzero(e[b * mb:b * mb + n] != a[b * mb:b * mb + n])
+                    if len(d):
+                        g = int(d[0])
+                        o.append(f"  logits: row b={b} block {g}: expected {hex32(e[b * mb + g].view(np.float32))}, "
+                                 f"actual {hex32(a[b * mb + g].view(np.float32))}\n")
+                        note("differential", "logits differ")
+                        break
+        else:
+            stage("logits", np.float32)
+
+    if not state["inferred"]:
+        return ReplayResult(True, "PASS")
+    declared = f.contract or ""
+    contract = declared or state["inferred"]
+    head = f"contract broken: {contract}"
+    if declared and declared != state["inferred"]:
+        head += f" (case.json); inferred from the failure: {state['inferred']}"
+    head += f"\n  case: {f.description}\n"
+    return ReplayResult(False, f"FAIL: {state['summary']} [{contract}]", head + "".join(o), contract)
+
+
+def replay(f, impl):
+    """Runs impl on f and compares. An exception raised by impl is a failure (contract 'api')."""
+    try:
+        out = impl(f)
+    except Exception as e:  # noqa: BLE001 (any failure of the implementation is reported, not raised)
+        return ReplayResult(False, f"FAIL: the implementation threw: {e}", f"contract broken: api\n  {e}\n", "api")
+    return compare_outputs(f, out)
