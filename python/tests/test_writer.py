@@ -1,0 +1,62 @@
+"""The Python writer: what it writes the C++ reader accepts with identical contents, and for fixtures
+the C++ writer wrote (all but the hand_* ones) every file is byte for byte what the C++ writer wrote."""
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from common import curated_cases, qsa_bin
+from qsa_fixture import FixtureError, read_fixture, write_fixture
+from qsa_fixture.fixture import FORMAT_FILES
+from qsa_fixture.npy import parse_npy, serialize_npy
+
+
+@pytest.mark.parametrize("path", curated_cases(), ids=os.path.basename)
+def test_round_trip(tmp_path, path):
+    f = read_fixture(path)
+    out = str(tmp_path / "copy")
+    write_fixture(out, f)
+    cpp = subprocess.run([qsa_bin(), "diff", path, out], capture_output=True, text=True, timeout=120)
+    assert cpp.returncode == 0 and cpp.stdout.startswith("IDENTICAL"), cpp.stdout + cpp.stderr
+    g = read_fixture(out)
+    for k in set(f.inputs) | set(g.inputs):
+        assert np.array_equal(f.inputs[k].view(np.uint8), g.inputs[k].view(np.uint8)), k
+    assert f.description == g.description and f.seed == g.seed and f.rms_eps_bits == g.rms_eps_bits
+    with open(os.path.join(path, "case.json")) as fh:
+        c_written = "provenance" in json.load(fh) and "hand" not in os.path.basename(path)
+    if c_written:
+        for name in FORMAT_FILES:
+            a, b = os.path.join(path, name), os.path.join(out, name)
+            assert os.path.exists(a) == os.path.exists(b), name
+            if os.path.exists(a):
+                with open(a, "rb") as x, open(b, "rb") as y:
+                    assert x.read() == y.read(), f"{name} differs from the C++ writer's bytes"
+
+
+def test_writer_validates_first_and_removes_stale_files(tmp_path):
+    cases = {os.path.basename(p): p for p in curated_cases()}
+    pool_case = read_fixture(cases["prefill_ctx_0_1_3_4_5_bf16_pool"])
+    no_pool = read_fixture(cases["prefill_ctx_0_1_3_4_5_half"])
+    d = str(tmp_path / "f")
+    write_fixture(d, pool_case)
+    assert os.path.exists(os.path.join(d, "pool.npy"))
+    write_fixture(d, no_pool)  # the earlier fixture's pool files must go, or the directory is invalid
+    assert not os.path.exists(os.path.join(d, "pool.npy"))
+    read_fixture(d)
+    bad = read_fixture(cases["prefill_ctx_0_1_3_4_5_half"])
+    bad.inputs["context_lengths"] = np.array([0, 1, 3, 4, 99], np.int32)
+    e = str(tmp_path / "never")
+    with pytest.raises(FixtureError) as err:
+        write_fixture(e, bad)
+    assert err.value.field == "context_lengths[4]" and not os.path.exists(e)
+
+
+def test_npy_writer_format():
+    b = serialize_npy(np.arange(6, dtype=np.int32).reshape(2, 3))
+    hlen = int.from_bytes(b[8:10], "little")
+    assert b[:8] == b"\x93NUMPY\x01\x00" and (10 + hlen) % 64 == 0 and b[10 + hlen - 1:10 + hlen] == b"\n"
+    assert b[10:10 + hlen].rstrip() == b"{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }"
+    assert np.array_equal(parse_npy(b, "x.npy"), np.arange(6).reshape(2, 3))
+    assert np.array_equal(np.load(__import__("io").BytesIO(b)), np.arange(6).reshape(2, 3))  # NumPy agrees
