@@ -15,10 +15,11 @@ if [[ ! -x $buildifier ]]; then
 fi
 mapfile -t bzl < <(git ls-files 'BUILD' '*/BUILD' 'WORKSPACE' '*.bzl' '*.BUILD' | grep -v '^bazel/stubs/')
 if ((${#bzl[@]})); then
-    # Bazel 4.2.3 offline has only the native C++ rules (Debian's rules_cc needs a newer Bazel), so the
-    # warnings that ask to load them from @rules_cc are off; every other default warning is on.
+    # Bazel 4.2.3 offline has only the native C++ and Python rules (Debian's rules_cc needs a newer Bazel,
+    # rules_python is not installed), so the warnings that ask to load them from @rules_cc / @rules_python
+    # are off; every other default warning is on.
     native=-native-cc-library,-native-cc-test,-native-cc-binary,-native-cc-import,-native-sh-test,-native-sh-binary
-    native=$native,-native-cc-common,-native-cc-info,-native-cc-toolchain
+    native=$native,-native-cc-common,-native-cc-info,-native-cc-toolchain,-native-py
     "$buildifier" --mode=check --lint=warn --warnings="$native" "${bzl[@]}" || { echo "lint: buildifier: run $buildifier --lint=fix on the files above"; rc=1; }
 fi
 ((rc == 0)) && echo "lint: clean (${#cxx[@]} C++/CUDA files, ${#bzl[@]} Bazel files)"

@@ -4,7 +4,9 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 CUDA_PATH=${CUDA_PATH:-/usr/local/cuda}
-packages=(bazel-bootstrap libeigen3-dev librapidcheck-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev)
+# python3-numpy and python3-pytest: the Python fixture package and its py_test targets (//python).
+packages=(bazel-bootstrap libeigen3-dev librapidcheck-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev
+    python3-numpy python3-pytest)
 
 missing=()
 for p in "${packages[@]}"; do
