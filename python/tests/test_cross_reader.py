@@ -210,6 +210,8 @@ CORPUS = [
     ("forbidden_split_when_false", DS, lambda d: set_case(d, split_counters=False)),
     ("forbidden_kbar_in_decode", DS, copy_from(PP, "expected_kbar.npy")),
     ("other_file_ignored_ok", PF, lambda d: put(d, "notes.txt", b"hello")),
+    ("format_file_is_directory", PF, lambda d: (os.remove(os.path.join(d, "w_q.npy")),
+                                                os.mkdir(os.path.join(d, "w_q.npy")))),
     # --- case.json ----------------------------------------------------------------------------------
     ("json_truncated", PF, bytes_edit("case.json", lambda b: b[:len(b) // 2])),
     ("json_trailing_comma", PF, replace_in_json('"pool": null', '"pool": null,\n"x": 1,')),
