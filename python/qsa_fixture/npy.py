@@ -60,7 +60,8 @@ class _Header:
         if self.i >= len(self.s):
             self.fail(field, "unterminated string in the header")
         self.i += 1
-        return bytes(out).decode("latin-1")
+        # surrogateescape keeps any byte: the message carries the header's bytes as the C++ one does
+        return bytes(out).decode("utf-8", "surrogateescape")
 
     def boolean(self, field):
         if self.s[self.i:self.i + 4] == b"True":

@@ -39,18 +39,28 @@ def qsa_bin():
                          "first, or set QSA_BIN")
 
 
-_MSG = re.compile(r"^qsa: (.*?): field '(.*?)': (.*)$", re.S)
+_MSG = re.compile(r"^(.*?): field '(.*?)': (.*)$", re.S)
+
+
+def _split(message):
+    """(file, field, detail) of a reader message; the message is cut at a NUL byte first, as the C++
+    what() string is (a header key may hold one)."""
+    message = message.split("\0", 1)[0]
+    m = _MSG.match(message)
+    assert m, f"not a reader message: {message!r}"
+    return ("error",) + m.groups()
 
 
 def cpp_verdict(d):
-    """('ok',) or ('error', file, field, detail) from the C++ reader (`qsa show DIR`)."""
+    """('ok',) or ('error', file, field, detail) from the C++ reader (`qsa show DIR`). Bytes that are not
+    UTF-8 are kept (surrogateescape), so messages compare byte for byte."""
     p = subprocess.run([qsa_bin(), "show", d], capture_output=True, timeout=60)
     if p.returncode == 0:
         return ("ok",)
-    err = p.stderr.decode("utf-8", "replace").rstrip("\n")
-    m = _MSG.match(err)
-    assert p.returncode == 1 and m, f"unexpected qsa output rc={p.returncode}: {err!r}"
-    return ("error", m.group(1), m.group(2), m.group(3))
+    err = p.stderr.decode("utf-8", "surrogateescape")
+    assert p.returncode == 1 and err.startswith("qsa: ") and err.endswith("\n"), \
+        f"unexpected qsa output rc={p.returncode}: {err!r}"
+    return _split(err[len("qsa: "):-1])
 
 
 def py_verdict(d):
@@ -59,4 +69,4 @@ def py_verdict(d):
         read_fixture(d)
         return ("ok",)
     except FixtureError as e:
-        return ("error", e.file, e.field, e.detail)
+        return _split(str(e))
