@@ -139,10 +139,12 @@ def prefill(f):
         if nb:
             qf = to_f32(q_normed[b, :c], dt)
             kf = to_f32(kbar[b, :nb], dt)
-            lg = scores(qf, np.broadcast_to(kf, (c, nb, HEAD_DIM)))
-            t = np.arange(c)[:, None]
-            vis = np.arange(nb)[None, :] < (t + 1) // 4
-            logits[b * S:b * S + c, :nb] = np.where(vis, lg, NEG_FLT_MAX)
+            step = max(1, 32768 // nb)  # rows per chunk: bounds the [rows, nb, 4, 32] temporaries
+            for t0 in range(0, c, step):
+                t1 = min(c, t0 + step)
+                lg = scores(qf[t0:t1], np.broadcast_to(kf, (t1 - t0, nb, HEAD_DIM)))
+                vis = np.arange(nb)[None, :] < (np.arange(t0, t1)[:, None] + 1) // 4
+                logits[b * S + t0:b * S + t1, :nb] = np.where(vis, lg, NEG_FLT_MAX)
         for t in range(c):  # selection in contract order, K4
             n_vis = (t + 1) // 4
             sel = select(logits[b * S + t], n_vis)
