@@ -19,7 +19,8 @@ def repo_root():
 
 
 def cases_dir():
-    return os.path.join(repo_root(), "fixtures", "cases")
+    """$QSA_CASES_DIR (another set of curated fixtures, e.g. a branch's) or fixtures/cases."""
+    return os.environ.get("QSA_CASES_DIR") or os.path.join(repo_root(), "fixtures", "cases")
 
 
 def curated_cases():
