@@ -2,6 +2,11 @@
 // (qsa::ref::runPrefill / runDecode) bit for bit: outIdx, the pool afterwards and the split counters, for
 // half and bf16, on any input (NaN/Inf in padding, subnormal and huge payloads, extreme gammas and eps).
 // Large cases are checked on sampled rows (chunk boundaries, sequence ends, random rows).
+// Every property also reads the stage outputs back from the workspace through the section-6 layout alone
+// (contract section 6, last paragraph; RunOptions::readStages) and compares them first, so that a failure
+// names the first wrong stage: prefill K1a qNormed of every row and K1b kbar of every block (every row even
+// in large cases: these are O(B*S)); decode B1 qNormed of every row and B2 logits g < ctx / 4 of every
+// valid row. With nVis <= 512 decode selects every block, so B1/B2 numerics are visible only this way.
 #include <algorithm>
 
 #include "properties/cases.h"
@@ -20,14 +25,18 @@ QSA_PROP(Differential, PrefillMatchesReference, 150) {
     ref::PrefillCase const c = toCase(spec);
     Capture cap("differential", describe(spec));
     cap.add(c);
-    PrefillOut const got = runImplPrefill(c);
+    RunOptions ro;
+    ro.readStages = true;
+    PrefillOut const got = runImplPrefill(c, ro);
     if (fullReferenceAffordable(c)) {
         ref::PrefillResult const want = ref::runPrefill(c);
+        QSA_REQUIRE_EMPTY(diffPrefillStages(c, got, PrefillStages{want.qNormed, want.kbar}));
         QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, c.seqLen, "prefill vs reference"));
         if (c.hasPool)
             QSA_REQUIRE_EMPTY(diffPool(got.pool, want.poolAfter, c.pool.dims, "prefill pool vs reference"));
         return;
     }
+    QSA_REQUIRE_EMPTY(diffPrefillStages(c, got, referencePrefillStages(c)));
     std::vector<int64_t> const rows = sampleRows(c, 24, spec.act.seed);
     std::vector<int32_t> const want = ref::runPrefillRows(c, rows);
     std::vector<int32_t> sampled;
@@ -56,9 +65,13 @@ QSA_PROP(Differential, DecodeStepsMatchReference, 60) {
         ref::DecodeCase& d = ch.steps[k];
         d.pool.data = pool;
         cap.add(d);
-        DecodeOut const got = runImplDecode(d);
+        RunOptions ro;
+        ro.readStages = true;
+        DecodeOut const got = runImplDecode(d, ro);
         ref::DecodeResult const want = ref::runDecode(d);
         std::string const step = "decode step " + std::to_string(k);
+        std::string const stages = diffDecodeStages(d, got, want);
+        QSA_REQUIRE_EMPTY(stages.empty() ? "" : step + ": " + stages);
         QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, 1, step.c_str()));
         QSA_REQUIRE_EMPTY(diffPool(got.pool, want.poolAfter, d.pool.dims, step.c_str()));
         if (d.hasSplitCounters)
@@ -89,7 +102,12 @@ QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
         d.pool.data = pool;
         cap.add(d);
         ref::DecodeResult const want = ref::runDecode(d);
-        QSA_REQUIRE_EMPTY(diffOutIdx(runImplDecode(d).outIdx, want.outIdx, 1, "decode (nVis > 512) vs reference"));
+        RunOptions ro;
+        ro.readStages = true;
+        DecodeOut const got = runImplDecode(d, ro);
+        std::string const stages = diffDecodeStages(d, got, want);
+        QSA_REQUIRE_EMPTY(stages.empty() ? "" : "decode (nVis > 512) step " + std::to_string(k) + ": " + stages);
+        QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, 1, "decode (nVis > 512) vs reference"));
         pool = want.poolAfter;
     }
 }
@@ -113,7 +131,10 @@ QSA_PROP(Differential, ChunkedPrefillMatchesReference, implOnGpu() ? 10 : 1) {
     ref::PrefillCase const c = toCase(spec);
     Capture cap("differential", describe(spec));
     cap.add(c);
-    PrefillOut const got = runImplPrefill(c);
+    RunOptions ro;
+    ro.readStages = true;
+    PrefillOut const got = runImplPrefill(c, ro);
+    QSA_REQUIRE_EMPTY(diffPrefillStages(c, got, referencePrefillStages(c)));
     std::vector<int64_t> const rows = sampleRows(c, 16, spec.act.seed);
     std::vector<int32_t> const want = ref::runPrefillRows(c, rows);
     size_t const W = ref::kIndexWidth;

@@ -70,6 +70,19 @@ struct Workspace {
         backend::upload(buf.as<uint8_t>(), init.data(), init.size());
         ptr = buf.as<uint8_t>() + o.workspaceMisalign;
     }
+    // `count` elements at byte `offset` of the workspace the runner was given (a section-6 slot).
+    template <typename E>
+    std::vector<E> read(size_t offset, size_t count, char const* slot) const {
+        if (offset + count * sizeof(E) > bytes) {
+            throw std::runtime_error(std::string("harness: the ") + slot + " slot [" + std::to_string(offset) + ", " +
+                                     std::to_string(offset + count * sizeof(E)) +
+                                     ") of contract section 6 lies outside the workspace of " + std::to_string(bytes) +
+                                     " bytes");
+        }
+        std::vector<E> v(count);
+        backend::download(v.data(), static_cast<uint8_t const*>(ptr) + offset, count * sizeof(E));
+        return v;
+    }
     size_t bytes;
     Buf buf;
     void* ptr;
@@ -129,7 +142,8 @@ struct PrefillRun {
           qk(c.indexQk), cosSin(c.cosSin), ctx(c.contextLengths), wQ(c.wQ), wK(c.wK),
           ws(kn::getQsaIndexerWorkspaceSize(c.batchSize, c.seqLen), o),
           pool(c.pool.dims, c.hasPool ? c.pool.data : std::vector<uint16_t>{}),
-          pageTable(c.hasPool ? c.pool.pageTable : std::vector<int32_t>{}), stream(backend::stream(o.stream)) {}
+          pageTable(c.hasPool ? c.pool.pageTable : std::vector<int32_t>{}), stream(backend::stream(o.stream)),
+          readStages(o.readStages) {}
     // Call after backend::fence() so that every upload has landed before any stream starts.
     void start(PrefillCase const& c) {
         kn::QsaIndexerPoolState s = poolState(c.pool.dims, pool, pageTable);
@@ -151,6 +165,11 @@ struct PrefillRun {
         r.outIdx = out.download<int32_t>();
         if (c.hasPool)
             r.pool = pool.download();
+        if (readStages) {
+            ref::PrefillWorkspaceLayout const L = ref::prefillWorkspaceLayout(c.batchSize, c.seqLen);
+            r.qNormed = ws.read<uint16_t>(L.qNormed, L.qNormedBytes / 2, "qNormed");
+            r.kbar = ws.read<uint16_t>(L.kbar, L.kbarBytes / 2, "kbar");
+        }
         return r;
     }
     Buf out, qk, cosSin, ctx, wQ, wK;
@@ -158,6 +177,7 @@ struct PrefillRun {
     GuardedPool pool;
     Buf pageTable;
     cudaStream_t stream;
+    bool readStages;
 };
 
 } // namespace
@@ -212,6 +232,11 @@ DecodeOut runImplDecode(DecodeCase const& c, RunOptions const& o) {
     r.pool = pool.download();
     if (c.hasSplitCounters)
         r.splitCounters = split.download<int32_t>();
+    if (o.readStages) {
+        ref::DecodeWorkspaceLayout const L = ref::decodeWorkspaceLayout(c.batchSize, c.maxBlocks);
+        r.qNormed = ws.read<uint16_t>(L.qNormed, L.qNormedBytes / 2, "qNormed");
+        r.logits = ws.read<float>(L.logits, L.logitsBytes / 4, "logits");
+    }
     return r;
 }
 

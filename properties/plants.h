@@ -4,6 +4,7 @@
 //   bazel test //properties:<contract>_test --per_file_copt=properties/reference_impl.cc@-DQSA_PLANT=<n>
 #pragma once
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -112,6 +113,79 @@ inline void beforeDecodePrep(int32_t const* ctx, int32_t B, int32_t maxBlocks, r
         std::memcpy(p.pool + tailOffset(p.dims, page, t & 127, 0), p.pool + tailOffset(p.dims, page, (t + 1) & 127, 0),
                     128 * sizeof(uint16_t));
     }
+}
+
+// ---- plants seen only through the workspace read-back (contract section 6; Differential.*) ----------
+
+// A copy of n elements at p when plant `which` is compiled in (the state a plant restores), else empty.
+inline std::vector<uint16_t> snapshot(int which, uint16_t const* p, size_t n) {
+    return QSA_PLANT == which ? std::vector<uint16_t>(p, p + n) : std::vector<uint16_t>{};
+}
+
+// Plant 12 (differential, K1a): qNormed rows t >= ctx are left unwritten instead of exact zeros (nothing
+// downstream reads them: outIdx and the pool cannot show it).
+inline void afterQPrep(uint16_t* qNormed, std::vector<uint16_t> const& before, int32_t const* ctx, int32_t B,
+                       int32_t S) {
+    if (QSA_PLANT != 12)
+        return;
+    for (int32_t b = 0; b < B; ++b) {
+        for (int32_t t = clampedCtx(ctx, b, S); t < S; ++t) {
+            size_t const off = (size_t(b) * S + t) * 512;
+            std::memcpy(qNormed + off, before.data() + off, 512 * sizeof(uint16_t));
+        }
+    }
+}
+
+// Plant 13 (differential, K1b): kbar of invalid blocks (4g + 3 >= ctx) is left unwritten instead of exact
+// zeros (K2 never reads an invisible block).
+inline void afterKCompress(uint16_t* kbar, std::vector<uint16_t> const& before, int32_t const* ctx, int32_t B,
+                           int32_t S) {
+    if (QSA_PLANT != 13)
+        return;
+    int32_t const MB = (S + 3) / 4;
+    for (int32_t b = 0; b < B; ++b) {
+        for (int32_t g = clampedCtx(ctx, b, S) / 4; g < MB; ++g) {
+            size_t const off = (size_t(b) * MB + g) * 128;
+            std::memcpy(kbar + off, before.data() + off, 128 * sizeof(uint16_t));
+        }
+    }
+}
+
+// Plant 10 (differential, decode B1): the q rope of a valid row at pos = ctx instead of ctx - 1 (K-side
+// numerics and pool writes stay right). Rows holding the batch's largest ctx keep pos = ctx - 1: cosSin
+// row ctx may lie past the table's end (P >= max ctx is all the contract guarantees).
+inline void afterDecodePrep(ref::DType dt, uint16_t* qNormed, uint16_t const* qk, float const* cosSin,
+                            int32_t const* ctx, uint16_t const* wQ, float rmsEps, int32_t B, int32_t maxBlocks) {
+    if (QSA_PLANT != 10)
+        return;
+    int32_t maxCtx = 0;
+    for (int32_t b = 0; b < B; ++b)
+        maxCtx = std::max(maxCtx, ctx[b]);
+    int32_t const one = 1;
+    for (int32_t b = 0; b < B; ++b) {
+        if (!ref::decodeRowValid(ctx[b], maxBlocks) || ctx[b] >= maxCtx)
+            continue;
+        // K1a numerics of one row at t = 0 of a table that starts at row ctx: pos = ctx.
+        ref::qPrep(dt, qNormed + size_t(b) * 512, qk + size_t(b) * ref::kQkWidth, cosSin + int64_t(ctx[b]) * 64, &one,
+                   wQ, rmsEps, 1, 1);
+    }
+}
+
+// Plant 11 (differential, decode B2): the four head terms summed in the order 3, 2, 1, 0 instead of 0, 1,
+// 2, 3 (each dot as the contract says; only the rounding of the sum changes).
+inline void decodeScores(ref::DType dt, float* logits, uint16_t const* qNormed, int32_t const* ctx,
+                         ref::PoolView const& pool, int32_t B, int32_t maxBlocks) {
+    if (QSA_PLANT != 11) {
+        ref::decodeScores(dt, logits, qNormed, ctx, pool, B, maxBlocks);
+        return;
+    }
+    std::vector<uint16_t> reversed(size_t(B) * 512);
+    for (int32_t b = 0; b < B; ++b) {
+        for (int h = 0; h < 4; ++h)
+            std::memcpy(&reversed[size_t(b) * 512 + h * 128], qNormed + size_t(b) * 512 + (3 - h) * 128,
+                        128 * sizeof(uint16_t));
+    }
+    ref::decodeScores(dt, logits, reversed.data(), ctx, pool, B, maxBlocks);
 }
 
 } // namespace plant

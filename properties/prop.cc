@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <functional>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -12,6 +15,7 @@
 #include <sstream>
 
 #include "fixtures/fixture.h"
+#include "reference/stages.h"
 
 namespace qsa {
 namespace prop {
@@ -231,6 +235,127 @@ std::string diffPool(std::vector<uint16_t> const& got, std::vector<uint16_t> con
        << (page >= size_t(d.numPages) ? " (V plane)" : " (K plane)") << " row " << row << " head " << head << " col "
        << col << ": got 0x" << std::hex << got[first] << ", expected 0x" << want[first] << std::dec;
     return os.str();
+}
+
+namespace {
+
+uint32_t bitsOf(uint16_t v) {
+    return v;
+}
+uint32_t bitsOf(float v) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    return u;
+}
+
+// One stage-output slot viewed as rows of rowElems elements; compared(row) leading elements of each row
+// are specified by the contract (the rest is not compared).
+struct StageView {
+    char const* stage;    // K1a, K1b, B1, B2
+    char const* slot;     // qNormed, kbar, logits
+    size_t rowElems;      // elements per row
+    char const* elemName; // what an element index is ("d": a dim, "g": a block)
+    std::function<std::string(size_t)> rowName;
+    std::function<size_t(size_t)> compared;
+};
+
+// The one bitwise reporter of the stage read-backs.
+template <typename E>
+std::string diffStage(StageView const& v, std::vector<E> const& got, std::vector<E> const& want) {
+    std::ostringstream os;
+    os << v.stage << " (workspace slot " << v.slot << ", contract section 6)";
+    if (got.size() != want.size()) {
+        os << ": read back " << got.size() << " elements, expected " << want.size();
+        return os.str();
+    }
+    size_t const rows = want.size() / v.rowElems;
+    size_t count = 0, badRows = 0, firstRow = 0, firstElem = 0;
+    for (size_t r = 0; r < rows; ++r) {
+        size_t const n = v.compared(r);
+        bool bad = false;
+        for (size_t e = 0; e < n; ++e) {
+            size_t const i = r * v.rowElems + e;
+            if (bitsOf(got[i]) == bitsOf(want[i]))
+                continue;
+            if (count++ == 0) {
+                firstRow = r;
+                firstElem = e;
+            }
+            bad = true;
+        }
+        badRows += bad ? 1 : 0;
+    }
+    if (count == 0)
+        return "";
+    size_t const i = firstRow * v.rowElems + firstElem;
+    int const width = int(2 * sizeof(E));
+    os << " differs from the reference: " << count << " elements in " << badRows << " rows; first at row "
+       << v.rowName(firstRow) << " element " << v.elemName << "=" << firstElem << ": got 0x" << std::hex
+       << std::setfill('0') << std::setw(width) << bitsOf(got[i]) << ", expected 0x" << std::setw(width)
+       << bitsOf(want[i]);
+    return os.str();
+}
+
+} // namespace
+
+PrefillStages referencePrefillStages(ref::PrefillCase const& c) {
+    int32_t const B = c.batchSize, S = c.seqLen, MB = (S + 3) / 4;
+    PrefillStages s;
+    s.qNormed.assign(size_t(B) * S * 512, 0);
+    s.kbar.assign(size_t(B) * MB * 128, 0);
+    ref::qPrep(c.dtype, s.qNormed.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(), c.wQ.data(),
+               c.rmsEps, B, S);
+    ref::kCompress(c.dtype, s.kbar.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(), c.wK.data(),
+                   c.rmsEps, B, S, MB, 0, MB, 0);
+    return s;
+}
+
+std::string diffPrefillStages(ref::PrefillCase const& c, PrefillOut const& got, PrefillStages const& want) {
+    int32_t const S = c.seqLen, MB = (S + 3) / 4;
+    auto all = [](size_t n) { return [n](size_t) { return n; }; };
+    StageView const q{"K1a",
+                      "qNormed",
+                      128,
+                      "d",
+                      [S](size_t r) {
+                          return "b=" + std::to_string(r / 4 / S) + " t=" + std::to_string(r / 4 % S) +
+                                 " h=" + std::to_string(r % 4);
+                      },
+                      all(128)};
+    std::string m = diffStage(q, got.qNormed, want.qNormed);
+    if (!m.empty())
+        return m;
+    StageView const k{"K1b",
+                      "kbar",
+                      128,
+                      "d",
+                      [MB](size_t r) { return "b=" + std::to_string(r / MB) + " g=" + std::to_string(r % MB); },
+                      all(128)};
+    return diffStage(k, got.kbar, want.kbar);
+}
+
+std::string diffDecodeStages(ref::DecodeCase const& c, DecodeOut const& got, ref::DecodeResult const& want) {
+    StageView const q{"B1",
+                      "qNormed",
+                      128,
+                      "d",
+                      [](size_t r) { return "b=" + std::to_string(r / 4) + " h=" + std::to_string(r % 4); },
+                      [](size_t) { return size_t(128); }};
+    std::string m = diffStage(q, got.qNormed, want.qNormed);
+    if (!m.empty())
+        return m;
+    // Only the valid prefix g < ctx / 4 of a valid row is specified (section 5: B2 writes nothing else).
+    StageView const l{
+        "B2",
+        "logits",
+        size_t(c.maxBlocks),
+        "g",
+        [&c](size_t b) { return "b=" + std::to_string(b) + " (ctx " + std::to_string(c.contextLengths[b]) + ")"; },
+        [&c](size_t b) {
+            int32_t const ctx = c.contextLengths[b];
+            return ref::decodeRowValid(ctx, c.maxBlocks) ? size_t(ctx / 4) : size_t(0);
+        }};
+    return diffStage(l, got.logits, want.logits);
 }
 
 std::vector<int64_t> sampleRows(ref::PrefillCase const& c, size_t randomRows, uint64_t seed) {

@@ -83,6 +83,24 @@ std::string diffOutIdx(std::vector<int32_t> const& got, std::vector<int32_t> con
 std::string diffPool(std::vector<uint16_t> const& got, std::vector<uint16_t> const& want, ref::PoolDims const& d,
                      char const* what);
 
+// ---- stage outputs read back from the workspace (contract section 6, last paragraph) ------------------
+
+// The reference's K1a and K1b outputs of a prefill case (reference/stages.h mirrors, O(B*S) work: cheap
+// even where the full reference pipeline is not, so every row is compared in every case).
+struct PrefillStages {
+    std::vector<uint16_t> qNormed; // [B, S, 4, 128]: zeros for padded rows
+    std::vector<uint16_t> kbar;    // [B, MB, 128]: zeros for invalid blocks
+};
+PrefillStages referencePrefillStages(ref::PrefillCase const& c);
+
+// Bitwise diffs of the workspace read-back (RunOptions::readStages) against the reference: "" when equal,
+// else a message naming the stage (K1a / K1b / B1 / B2), the slot, the row (b,t,h / b,g / b,h / b), the
+// first differing element with both bit patterns, and how many elements and rows differ.
+// Prefill: qNormed for every row (zeros for padded rows), kbar for every block (zeros for invalid ones).
+std::string diffPrefillStages(ref::PrefillCase const& c, PrefillOut const& got, PrefillStages const& want);
+// Decode: qNormed for every row (zeros for invalid rows); logits g < ctx / 4 of every valid row only.
+std::string diffDecodeStages(ref::DecodeCase const& c, DecodeOut const& got, ref::DecodeResult const& want);
+
 // Output rows worth checking against the reference when a full reference run is too costly: chunk
 // boundaries (multiples of Rc +- 1), sequence starts and ends, block and page boundaries, random rows.
 std::vector<int64_t> sampleRows(ref::PrefillCase const& c, size_t randomRows, uint64_t seed);

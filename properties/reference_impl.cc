@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/qsaIndexerRunner.h"
 #include "properties/ttypes.h"
@@ -153,7 +154,10 @@ void runQsaIndexerPrefill(int32_t* outIdx, T const* indexQk, float const* cosSin
     auto* values = slots.take<int32_t>(pairs);
     auto* valuesAlt = slots.take<int32_t>(pairs);
 
+    std::vector<uint16_t> const qBefore = qsa::prop::plant::snapshot(12, qNormed, size_t(rows) * 512);
     qsa::ref::qPrep(dt, qNormed, qk, cosSin, contextLengths, wq, rmsEps, B, S);
+    qsa::prop::plant::afterQPrep(qNormed, qBefore, contextLengths, B, S);
+    std::vector<uint16_t> const kbarBefore = qsa::prop::plant::snapshot(13, kbar, size_t(B) * MB * 128);
     if (poolState != nullptr) {
         qsa::ref::kCompressPaged(dt, kbar, qk, cosSin, contextLengths, wk, rmsEps, B, S, MB, 0, MB, 0, pool);
         qsa::ref::rawKTailScatter(dt, qk, contextLengths, B, S, pool);
@@ -161,6 +165,7 @@ void runQsaIndexerPrefill(int32_t* outIdx, T const* indexQk, float const* cosSin
     } else {
         qsa::ref::kCompress(dt, kbar, qk, cosSin, contextLengths, wk, rmsEps, B, S, MB, 0, MB, 0);
     }
+    qsa::prop::plant::afterKCompress(kbar, kbarBefore, contextLengths, B, S);
     int64_t const rc = qsa::ref::prefillChunkRows(B, S);
     for (int64_t r0 = 0; r0 < rows; r0 += rc) {
         int32_t const r1 = int32_t(std::min(rows, r0 + rc));
@@ -198,7 +203,9 @@ void runQsaIndexerDecode(int32_t* outIdx, T const* indexQk, float const* cosSin,
     qsa::ref::decodePrep(dt, qNormed, reinterpret_cast<uint16_t const*>(indexQk), cosSin, contextLengths,
                          reinterpret_cast<uint16_t const*>(wQ), reinterpret_cast<uint16_t const*>(wK), rmsEps, pool,
                          batchSize, maxBlocks);
-    qsa::ref::decodeScores(dt, logits, qNormed, contextLengths, pool, batchSize, maxBlocks);
+    qsa::prop::plant::afterDecodePrep(dt, qNormed, reinterpret_cast<uint16_t const*>(indexQk), cosSin, contextLengths,
+                                      reinterpret_cast<uint16_t const*>(wQ), rmsEps, batchSize, maxBlocks);
+    qsa::prop::plant::decodeScores(dt, logits, qNormed, contextLengths, pool, batchSize, maxBlocks);
     if (splitCounters != nullptr)
         qsa::ref::zeroSplitCounters(splitCounters, batchSize, pool.dims.numKVHeads);
     qsa::ref::decodeSelect(outIdx, logits, contextLengths, batchSize, maxBlocks);

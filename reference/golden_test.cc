@@ -481,6 +481,32 @@ TEST(GoldenWorkspace, DecodeSlots) {
     EXPECT_THROW(decodeWorkspaceBytes(1, 0), std::runtime_error);
 }
 
+TEST(GoldenWorkspace, SlotOffsetsOfOneRun) {
+    // Prefill B = 3, S = 5 (MB 2): qNormed 3*5*4*128*2 = 15360 bytes (a multiple of 128) at 0; kbar at 15360,
+    // 3*2*128*2 = 1536 bytes; sort slots of min(3*5*2 = 30, ...) = 30 elements = 120 bytes -> 128 each, at
+    // 16896, 17024, 17152, 17280; CUB temp at 17408.
+    PrefillWorkspaceLayout const p = prefillWorkspaceLayout(3, 5);
+    EXPECT_EQ(p.qNormed, 0u);
+    EXPECT_EQ(p.qNormedBytes, 15360u);
+    EXPECT_EQ(p.kbar, 15360u);
+    EXPECT_EQ(p.kbarBytes, 1536u);
+    EXPECT_EQ(p.keys, 16896u);
+    EXPECT_EQ(p.keysAlt, 17024u);
+    EXPECT_EQ(p.values, 17152u);
+    EXPECT_EQ(p.valuesAlt, 17280u);
+    EXPECT_EQ(p.cubTemp, 17408u);
+    EXPECT_EQ(prefillWorkspaceBytes(3, 5, 0), 17408u + 1048576u);
+    // Decode B = 3, maxBlocks 5: qNormed 3*1*4*128*2 = 3072 bytes at 0; logits [3, 5] FP32 = 60 bytes at 3072.
+    DecodeWorkspaceLayout const d = decodeWorkspaceLayout(3, 5);
+    EXPECT_EQ(d.qNormed, 0u);
+    EXPECT_EQ(d.qNormedBytes, 3072u);
+    EXPECT_EQ(d.logits, 3072u);
+    EXPECT_EQ(d.logitsBytes, 60u);
+    EXPECT_EQ(decodeWorkspaceBytes(3, 5), 3072u + 128u);
+    EXPECT_THROW(prefillWorkspaceLayout(0, 5), std::runtime_error);
+    EXPECT_THROW(decodeWorkspaceLayout(3, 0), std::runtime_error);
+}
+
 TEST(GoldenWorkspace, ChunkRows) {
     // Rc = min(B*S, max(8388608 / MB, 256)).
     EXPECT_EQ(prefillChunkRows(1, 8), 8);         // MB 2: min(8, 4194304)

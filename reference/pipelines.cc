@@ -283,26 +283,51 @@ int64_t prefillChunkRows(int32_t batchSize, int32_t seqLen) {
     return std::min<int64_t>(static_cast<int64_t>(batchSize) * seqLen, std::max<int64_t>(8388608 / mb, 256));
 }
 
+PrefillWorkspaceLayout prefillWorkspaceLayout(int32_t batchSize, int32_t seqLen) {
+    if (batchSize <= 0 || seqLen <= 0) {
+        fail("prefillWorkspaceLayout",
+             "batchSize = " + std::to_string(batchSize) + ", seqLen = " + std::to_string(seqLen) + " must be > 0");
+    }
+    size_t const B = static_cast<size_t>(batchSize);
+    size_t const S = static_cast<size_t>(seqLen);
+    size_t const mb = static_cast<size_t>(numBlocksOf(seqLen));
+    size_t const tBytes = 2; // half and bf16 are both 2 bytes
+    // Sort slots: min(B*S*MB, max(8388608, 256*MB)) elements each.
+    size_t const sortElems = std::min(B * S * mb, std::max<size_t>(8388608, 256 * mb));
+    PrefillWorkspaceLayout L;
+    L.qNormedBytes = B * S * 4 * 128 * tBytes; // qNormed [B,S,4,128] T
+    L.kbarBytes = B * mb * 128 * tBytes;       // kbar [B,MB,128] T
+    L.qNormed = 0;
+    L.kbar = L.qNormed + alignUp(L.qNormedBytes);
+    L.keys = L.kbar + alignUp(L.kbarBytes);          // keys (FP32)
+    L.keysAlt = L.keys + alignUp(sortElems * 4);     // keys-alt (FP32)
+    L.values = L.keysAlt + alignUp(sortElems * 4);   // values (INT32)
+    L.valuesAlt = L.values + alignUp(sortElems * 4); // values-alt (INT32)
+    L.cubTemp = L.valuesAlt + alignUp(sortElems * 4);
+    return L;
+}
+
 size_t prefillWorkspaceBytes(int32_t batchSize, int32_t maxSeqLen, size_t cubQueryBytes) {
     if (batchSize <= 0 || maxSeqLen <= 0) {
         fail("prefillWorkspaceBytes", "batchSize = " + std::to_string(batchSize) +
                                           ", maxSeqLen = " + std::to_string(maxSeqLen) + " must be > 0");
     }
-    size_t const B = static_cast<size_t>(batchSize);
-    size_t const S = static_cast<size_t>(maxSeqLen);
-    size_t const mb = static_cast<size_t>(numBlocksOf(maxSeqLen));
-    size_t const tBytes = 2; // half and bf16 are both 2 bytes
-    // Sort slots: min(B*S*MB, max(8388608, 256*MB)) elements each.
-    size_t const sortElems = std::min(B * S * mb, std::max<size_t>(8388608, 256 * mb));
-    size_t bytes = 0;
-    bytes += alignUp(B * S * 4 * 128 * tBytes);                         // qNormed [B,S,4,128] T
-    bytes += alignUp(B * mb * 128 * tBytes);                            // kbar [B,MB,128] T
-    bytes += alignUp(sortElems * 4);                                    // keys (FP32)
-    bytes += alignUp(sortElems * 4);                                    // keys-alt (FP32)
-    bytes += alignUp(sortElems * 4);                                    // values (INT32)
-    bytes += alignUp(sortElems * 4);                                    // values-alt (INT32)
-    bytes += alignUp(std::max<size_t>(cubQueryBytes, size_t{1} << 20)); // CUB temp
-    return bytes;
+    // The slots for (B, maxS), then CUB temp = alignUp(max(query, 1 MiB)).
+    return prefillWorkspaceLayout(batchSize, maxSeqLen).cubTemp +
+           alignUp(std::max<size_t>(cubQueryBytes, size_t{1} << 20));
+}
+
+DecodeWorkspaceLayout decodeWorkspaceLayout(int32_t batchSize, int32_t maxBlocks) {
+    if (batchSize <= 0 || maxBlocks <= 0) {
+        fail("decodeWorkspaceLayout", "batchSize = " + std::to_string(batchSize) +
+                                          ", maxBlocks = " + std::to_string(maxBlocks) + " must be > 0");
+    }
+    DecodeWorkspaceLayout L;
+    L.qNormedBytes = static_cast<size_t>(batchSize) * 1 * 4 * 128 * 2; // qNormed [B,1,4,128] T
+    L.logitsBytes = static_cast<size_t>(batchSize) * maxBlocks * 4;    // logits [B, maxBlocks] FP32
+    L.qNormed = 0;
+    L.logits = alignUp(L.qNormedBytes);
+    return L;
 }
 
 size_t decodeWorkspaceBytes(int32_t maxBatchSize, int32_t maxBlocks) {
@@ -310,8 +335,8 @@ size_t decodeWorkspaceBytes(int32_t maxBatchSize, int32_t maxBlocks) {
         fail("decodeWorkspaceBytes", "maxBatchSize = " + std::to_string(maxBatchSize) +
                                          ", maxBlocks = " + std::to_string(maxBlocks) + " must be > 0");
     }
-    size_t const B = static_cast<size_t>(maxBatchSize);
-    return alignUp(B * 1 * 4 * 128 * 2) + alignUp(B * static_cast<size_t>(maxBlocks) * 4); // qNormed, logits
+    DecodeWorkspaceLayout const L = decodeWorkspaceLayout(maxBatchSize, maxBlocks);
+    return L.logits + alignUp(L.logitsBytes);
 }
 
 } // namespace ref

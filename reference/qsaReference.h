@@ -99,6 +99,22 @@ size_t prefillWorkspaceBytes(int32_t batchSize, int32_t maxSeqLen, size_t cubQue
 size_t decodeWorkspaceBytes(int32_t maxBatchSize, int32_t maxBlocks);
 int64_t prefillChunkRows(int32_t batchSize, int32_t seqLen); // Rc
 
+// Byte offsets of the workspace slots of contract section 6 for one run (the run's batchSize and seqLen /
+// maxBlocks, not the sizes the workspace was made for): consecutive slots in the contract's order, each
+// padded to 128 bytes. Through them the stage outputs of any implementation are observable after a run
+// (section 6, last paragraph): prefill qNormed [B,S,4,128] T and kbar [B,MB,128] T; decode qNormed
+// [B,1,4,128] T and logits [B, maxBlocks] FP32. The CUB temp slot (prefill, last) starts at cubTemp.
+struct PrefillWorkspaceLayout {
+    size_t qNormed = 0, kbar = 0, keys = 0, keysAlt = 0, values = 0, valuesAlt = 0, cubTemp = 0;
+    size_t qNormedBytes = 0, kbarBytes = 0; // unpadded sizes of the two stage-output slots
+};
+PrefillWorkspaceLayout prefillWorkspaceLayout(int32_t batchSize, int32_t seqLen);
+struct DecodeWorkspaceLayout {
+    size_t qNormed = 0, logits = 0;
+    size_t qNormedBytes = 0, logitsBytes = 0; // unpadded
+};
+DecodeWorkspaceLayout decodeWorkspaceLayout(int32_t batchSize, int32_t maxBlocks);
+
 // A decode row is valid iff ctx >= 1 and ctx / 4 <= maxBlocks (floor; contract section 5).
 bool decodeRowValid(int32_t ctx, int32_t maxBlocks);
 
