@@ -1,9 +1,11 @@
-// B3 decode select + expand (contract sections 4-5) and the split-counter zeroing. No CUB, no allocation,
+// B3 decode select + expand (contract sections 4-5), with the split-counter zeroing folded in (the runner's
+// B3 is one launch), and the stand-alone split-counter zeroing launcher. No CUB, no allocation,
 // deterministic, graph-capturable.
 //
 // Selection: kernels/qsaRadixSelect.cuh. nVis <= 512 selects every block and reads no logit: the row
 // is then simply out[i] = i for i < ctx.
 #include "kernels/qsaCommon.cuh"
+#include "kernels/qsaInternal.h"
 #include "kernels/qsaRadixSelect.cuh"
 
 namespace trt_edgellm {
@@ -15,9 +17,16 @@ constexpr int kThreads = 1024;
 constexpr int kItems = 32; // rows up to 32768 blocks (ctx 131072) keep their keys in registers
 
 __global__ void __launch_bounds__(kThreads)
-    decodeSelectKernel(int32_t* outIdx, float const* logits, int32_t const* contextLengths, int32_t maxBlocks) {
+    decodeSelectKernel(int32_t* outIdx, float const* logits, int32_t const* contextLengths, int32_t maxBlocks,
+                       int32_t* splitCounters, int32_t numKVHeads) {
     __shared__ RadixSelectSmem<kThreads> sm;
     int64_t const b = blockIdx.x;
+    // B3 first zeroes splitCounters row b (contract section 5), valid row or not; nothing here reads them.
+    if (splitCounters != nullptr) {
+        for (int h = threadIdx.x; h < numKVHeads; h += kThreads) {
+            splitCounters[b * numKVHeads + h] = 0;
+        }
+    }
     int32_t* out = outIdx + b * kWidth;
     int64_t const ctx = contextLengths[b];
     if (ctx < 1 || ctx / 4 > maxBlocks) {
@@ -77,17 +86,28 @@ __global__ void zeroSplitCountersKernel(int32_t* splitCounters, int64_t n) {
 
 using namespace qsa_detail;
 
+namespace qsa_detail {
+
+void launchDecodeSelectImpl(char const* fn, int32_t* outIdx, float const* logits, int32_t const* contextLengths,
+                            int32_t* splitCounters, int32_t numKVHeads, int32_t batchSize, int32_t maxBlocks,
+                            cudaStream_t stream) {
+    QSA_MUTANT_SYNC();
+    decodeSelectKernel<<<batchSize, kThreads, 0, stream>>>(outIdx, logits, contextLengths, maxBlocks, splitCounters,
+                                                           numKVHeads);
+    checkLaunch(fn);
+}
+
+} // namespace qsa_detail
+
 void launchQsaDecodeSelect(int32_t* outIdx, float const* logits, int32_t const* contextLengths, int32_t batchSize,
                            int32_t maxBlocks, cudaStream_t stream) {
-    QSA_MUTANT_SYNC();
     char const* fn = "launchQsaDecodeSelect";
     requirePtr(fn, "outIdx", outIdx);
     requirePtr(fn, "logits", logits);
     requirePtr(fn, "contextLengths", contextLengths);
     requirePositive(fn, "batchSize", batchSize);
     requirePositive(fn, "maxBlocks", maxBlocks);
-    decodeSelectKernel<<<batchSize, kThreads, 0, stream>>>(outIdx, logits, contextLengths, maxBlocks);
-    checkLaunch(fn);
+    launchDecodeSelectImpl(fn, outIdx, logits, contextLengths, nullptr, 0, batchSize, maxBlocks, stream);
 }
 
 void launchQsaZeroSplitCounters(int32_t* splitCounters, int32_t batchSize, int32_t numKVHeads, cudaStream_t stream) {
