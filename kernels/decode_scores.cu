@@ -82,22 +82,45 @@ __global__ void __launch_bounds__(kTile)
     int64_t const rowStride = static_cast<int64_t>(pool.numKVHeads) * pool.poolHeadDim;
     uint16_t* ks16 = reinterpret_cast<uint16_t*>(ks);
     if (kVec) {
-        // Item (blk, c): dims [8c, 8c + 8) of block g0 + blk with one 16-byte load.
-#pragma unroll 4
-        for (int idx = threadIdx.x; idx < nHere * 16; idx += kTile) {
+        // Item (blk, c): dims [8c, 8c + 8) of block g0 + blk with one 16-byte load. A full tile gives every
+        // thread exactly kItemsPerThread items: all their loads are issued before the first shared-memory
+        // store (bytes in flight per SM, the gather is latency bound), then scattered.
+        auto scatter = [&](int idx, uint4 v) {
             int const blk = idx >> 4;
             int const c = idx & 15;
-            int64_t const base = pageBase[blk >> 5];
-            uint4 v = make_uint4(0u, 0u, 0u, 0u); // dropped read: +0.0
-            if (base >= 0) {
-                v = *reinterpret_cast<uint4 const*>(pool.pool + base + (blk & 31) * 4 * rowStride + 8 * c);
-            }
             uint32_t const w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
             for (int k = 0; k < 8; ++k) {
                 int const d = 8 * c + k;
                 uint16_t const h16 = static_cast<uint16_t>((k & 1) ? (w[k >> 1] >> 16) : (w[k >> 1] & 0xFFFFu));
                 ks16[kSlot(blk, d & 31) * 4 + (d >> 5)] = h16;
+            }
+        };
+        auto load = [&](int idx) {
+            int const blk = idx >> 4;
+            int const c = idx & 15;
+            int64_t const base = pageBase[blk >> 5];
+            uint4 v = make_uint4(0u, 0u, 0u, 0u); // dropped read: +0.0
+            if (base >= 0) {
+                v = __ldg(reinterpret_cast<uint4 const*>(pool.pool + base + (blk & 31) * 4 * rowStride + 8 * c));
+            }
+            return v;
+        };
+        constexpr int kItemsPerThread = 16; // kTile blocks x 16 chunks over kTile threads
+        if (nHere == kTile) {
+            uint4 v[kItemsPerThread];
+#pragma unroll
+            for (int it = 0; it < kItemsPerThread; ++it) {
+                v[it] = load(threadIdx.x + it * kTile);
+            }
+#pragma unroll
+            for (int it = 0; it < kItemsPerThread; ++it) {
+                scatter(threadIdx.x + it * kTile, v[it]);
+            }
+        } else {
+#pragma unroll 4
+            for (int idx = threadIdx.x; idx < nHere * 16; idx += kTile) {
+                scatter(idx, load(idx));
             }
         }
     } else {

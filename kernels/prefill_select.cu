@@ -1,8 +1,17 @@
-// Prefill candidate pre-selection (runner only): for each row of a chunk, the first kSel = min(512, nVis)
-// entries of (logit descending, id ascending) among the visible prefix, written in ascending id order as
-// (key, id) pairs to the row's segment prefix of the sort's input buffers. The CUB sort of these kSel
-// pairs (stable, descending) then yields exactly the first kSel entries of the contract's whole-row sort,
-// which is all that K4 reads. Selection rule: kernels/qsaRadixSelect.cuh (the same set as B3).
+// Prefill selection + K4 in one pass per row (runner only; contract sections 4-5).
+//
+// One CTA per row of a chunk: (1) the first kSel = min(512, nVis) entries of (logit descending, id
+// ascending) among the row's visible prefix, by the block-wide radix select of qsaRadixSelect.cuh (the
+// same set as B3; when nVis <= 512 every visible entry is taken and no pass runs); (2) the kSel winners
+// ordered in shared memory by a bitonic sort of the 64-bit key (u << 32) | (0xFFFFFFFF - id), descending,
+// u = radixKey(logit); (3) K4 written directly from that order.
+//
+// Why this equals the contract's CUB whole-row pipeline: visible logits are >= +0.0, never NaN or -0.0
+// (contract section 4), so they sort after no invisible -FLT_MAX entry, and on them ascending u is
+// ascending float with equal u iff equal float. The 64-bit keys are distinct (ids are), so the bitonic
+// sort, which is not stable, still has exactly one result: logit descending, equal logits by ascending
+// id, which is the stable descending CUB order with values = ascending ids. K4 reads only the first kSel
+// entries of that order, which are exactly the selected set.
 #include "kernels/qsaCommon.cuh"
 #include "kernels/qsaInternal.h"
 #include "kernels/qsaRadixSelect.cuh"
@@ -12,60 +21,130 @@ namespace kernel {
 namespace qsa_detail {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kItems = 32; // rows up to 8192 visible blocks keep their keys in registers
+// Threads per row and keys per thread in registers, chosen per launch by MB (rows with more visible blocks
+// than kThreads * kItems re-read their keys every pass): few registers for short rows (more rows in flight),
+// more threads for long ones (a shorter per-row critical path).
 
+// Descending order of this key = (logit descending, id ascending).
+__device__ __forceinline__ unsigned long long orderKey(uint32_t u, int g) {
+    unsigned long long key = (static_cast<unsigned long long>(u) << 32) | (0xFFFFFFFFu - static_cast<uint32_t>(g));
+    if (QSA_MUTANT(21)) {
+        key = (static_cast<unsigned long long>(u) << 32) | static_cast<uint32_t>(g); // equal logits by descending id
+    }
+    return key;
+}
+
+__device__ __forceinline__ int orderKeyId(unsigned long long key) {
+    uint32_t const lo = static_cast<uint32_t>(key);
+    int id = static_cast<int>(0xFFFFFFFFu - lo);
+    if (QSA_MUTANT(21)) {
+        id = static_cast<int>(lo);
+    }
+    return id;
+}
+
+// Bitonic sort of c[0, n) into descending order, n a power of two (every thread of the block calls it).
+template <int kThreads>
+__device__ __forceinline__ void bitonicSortDesc(unsigned long long* c, int n) {
+    for (int k = 2; k <= n; k <<= 1) {
+        for (int j = k >> 1; j > 0; j >>= 1) {
+            for (int i = threadIdx.x; i < (n >> 1); i += kThreads) {
+                int const lo = ((i & ~(j - 1)) << 1) | (i & (j - 1));
+                int const hi = lo + j;
+                unsigned long long const a = c[lo];
+                unsigned long long const b = c[hi];
+                bool const desc = (lo & k) == 0; // the last merge (k == n) is descending everywhere
+                if ((a < b) == desc) {
+                    c[lo] = b;
+                    c[hi] = a;
+                }
+            }
+            __syncthreads();
+        }
+    }
+}
+
+template <int kThreads, int kItems>
 __global__ void __launch_bounds__(kThreads)
-    prefillSelectKernel(float const* logits, float* keysOut, int32_t* idsOut, int32_t const* contextLengths,
-                        int32_t seqLen, int32_t numBlocks, int64_t rowBegin, int64_t rowEnd) {
+    prefillSelectExpandKernel(int32_t* outIdx, float const* logits, int32_t const* contextLengths, int32_t seqLen,
+                              int32_t numBlocks, int64_t rowBegin, int64_t rowEnd) {
     __shared__ RadixSelectSmem<kThreads> sm;
+    __shared__ unsigned long long cand[kTopK];
     for (int64_t r = rowBegin + blockIdx.x; r < rowEnd; r += gridDim.x) {
         int64_t const b = r / seqLen;
         int const t = static_cast<int>(r - b * seqLen);
         int const ctx = clampCtx(contextLengths[b], seqLen);
-        int const nVis = t < ctx ? (t + 1) / 4 : 0;
-        if (nVis == 0) {
-            continue; // uniform over the block
+        bool const padded = t >= ctx;
+        if (QSA_MUTANT(23) && padded) {
+            continue; // K4 mutant: padded rows keep whatever outIdx held
         }
-        int64_t const base = (r - rowBegin) * numBlocks;
-        float const* row = logits + base;
-        int const chunk = (nVis + kThreads - 1) / kThreads;
-        int const gBegin = min(nVis, static_cast<int>(threadIdx.x) * chunk);
-        int const gEnd = min(nVis, gBegin + chunk);
-        auto emit = [&](int pos, int g, uint32_t u) {
-            if (QSA_MUTANT(21)) {
-                pos = min(nVis, kTopK) - 1 - pos; // candidates back to front: ties leave the sort in descending id
-            }
-            keysOut[base + pos] = radixKeyToFloat(u);
-            idsOut[base + pos] = g;
-        };
-        if (chunk <= kItems) {
-            CachedKeys<kItems> keys;
-            keys.count = gEnd - gBegin;
+        int const nVis = padded ? 0 : (t + 1) / 4;
+        int const kSel = min(kTopK, nVis);
+        int const tail = padded ? 0 : (QSA_MUTANT(22) ? t : t + 1) % 4;
+        if (kSel > 0) { // uniform over the block
+            int64_t const base = (r - rowBegin) * numBlocks;
+            float const* row = logits + base;
+            int const chunk = (nVis + kThreads - 1) / kThreads;
+            int const gBegin = min(nVis, static_cast<int>(threadIdx.x) * chunk);
+            int const gEnd = min(nVis, gBegin + chunk);
+            auto emit = [&](int pos, int g, uint32_t u) { cand[pos] = orderKey(u, g); };
+            // radixSelectEmit begins with a barrier: the previous row's readers of cand are done.
+            if (chunk <= kItems) {
+                CachedKeys<kItems> keys;
+                keys.count = gEnd - gBegin;
 #pragma unroll
-            for (int k = 0; k < kItems; ++k) {
-                keys.u[k] = k < keys.count ? radixKey(row[gBegin + k]) : 0u;
+                for (int k = 0; k < kItems; ++k) {
+                    keys.u[k] = k < keys.count ? radixKey(row[gBegin + k]) : 0u;
+                }
+                radixSelectEmit<kThreads>(sm, keys, nVis, kTopK, gBegin, chunk, emit);
+            } else {
+                RowKeys const keys{row, gBegin, gEnd};
+                radixSelectEmit<kThreads>(sm, keys, nVis, kTopK, gBegin, chunk, emit);
             }
-            radixSelectEmit<kThreads>(sm, keys, nVis, kTopK, gBegin, chunk, emit);
-        } else {
-            RowKeys const keys{row, gBegin, gEnd};
-            radixSelectEmit<kThreads>(sm, keys, nVis, kTopK, gBegin, chunk, emit);
+            int n = 1;
+            while (n < kSel) {
+                n <<= 1;
+            }
+            for (int i = kSel + static_cast<int>(threadIdx.x); i < n; i += kThreads) {
+                cand[i] = 0ull; // below every real key (its low word 0xFFFFFFFF - id is > 0): sorts last
+            }
+            __syncthreads();
+            bitonicSortDesc<kThreads>(cand, n);
+        }
+        int32_t* out = outIdx + r * kWidth;
+        for (int p = threadIdx.x; p < kWidth; p += kThreads) {
+            int32_t v = -1;
+            if (p < 4 * kSel) {
+                v = orderKeyId(cand[p >> 2]) * 4 + (p & 3);
+            } else if (p < 4 * kSel + tail) {
+                v = 4 * nVis + (p - 4 * kSel);
+            }
+            out[p] = v;
         }
     }
 }
 
 } // namespace
 
-void launchPrefillSelect(float const* logits, float* keysOut, int32_t* idsOut, int32_t const* contextLengths,
-                         int32_t seqLen, int64_t rowBegin, int64_t rowEnd, cudaStream_t stream) {
+void launchPrefillSelectExpand(int32_t* outIdx, float const* logits, int32_t const* contextLengths, int32_t seqLen,
+                               int64_t rowBegin, int64_t rowEnd, cudaStream_t stream) {
     QSA_MUTANT_SYNC();
     if (rowBegin == rowEnd) {
         return;
     }
     int64_t const rows = rowEnd - rowBegin;
     int const grid = static_cast<int>(rows < (1 << 30) ? rows : (1 << 30));
-    prefillSelectKernel<<<grid, kThreads, 0, stream>>>(logits, keysOut, idsOut, contextLengths, seqLen,
-                                                       static_cast<int32_t>(ceilDiv(seqLen, 4)), rowBegin, rowEnd);
+    int32_t const numBlocks = static_cast<int32_t>(ceilDiv(seqLen, 4)); // MB >= every row's nVis
+    if (numBlocks <= 256 * 4) {
+        prefillSelectExpandKernel<256, 4>
+            <<<grid, 256, 0, stream>>>(outIdx, logits, contextLengths, seqLen, numBlocks, rowBegin, rowEnd);
+    } else if (numBlocks <= 256 * 8) {
+        prefillSelectExpandKernel<256, 8>
+            <<<grid, 256, 0, stream>>>(outIdx, logits, contextLengths, seqLen, numBlocks, rowBegin, rowEnd);
+    } else {
+        prefillSelectExpandKernel<512, 16>
+            <<<grid, 512, 0, stream>>>(outIdx, logits, contextLengths, seqLen, numBlocks, rowBegin, rowEnd);
+    }
     checkLaunch("runQsaIndexerPrefill");
 }
 

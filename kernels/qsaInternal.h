@@ -20,20 +20,16 @@ void launchScoresImpl(char const* fn, float* logits, int32_t* ids, T const* qNor
                       int32_t const* contextLengths, int32_t batchSize, int32_t seqLen, int64_t rowBegin,
                       int64_t rowEnd, bool writeInvisible, cudaStream_t stream);
 
-// CUB's own temp-bytes query for the runner's DoubleBuffer segmented sort of numRows x numBlocks.
+// CUB's own temp-bytes query for a DoubleBuffer segmented sort of numRows x numBlocks: it sizes the prefill
+// workspace's CUB temp slot (contract section 6), which stays in the layout although the runner no longer
+// calls CUB (its selection is launchPrefillSelectExpand).
 size_t sortDoubleBufferTempBytes(int64_t numRows, int64_t numBlocks);
 
-// Runner sort of one chunk: rows [rowBegin, rowEnd) of the prefill; segment i is [i * MB, i * MB + kSel(row)),
-// kSel = min(512, nVis), and the pairs start in keysAlt / valuesAlt (DoubleBuffer current = alt, as
-// launchPrefillSelect writes them). Returns the buffer that holds the sorted ids.
-int32_t const* sortChunkSelected(float* keys, float* keysAlt, int32_t* values, int32_t* valuesAlt,
-                                 int32_t const* contextLengths, int32_t seqLen, int64_t rowBegin, int64_t rowEnd,
-                                 void* cubTemp, size_t cubTempBytes, cudaStream_t stream);
-
-// Candidate pre-selection of rows [rowBegin, rowEnd): logits [rows, MB] (visible prefix) -> the row's first
-// kSel entries of (logit desc, id asc) as (key, id) pairs in ascending id order at the segment start.
-void launchPrefillSelect(float const* logits, float* keysOut, int32_t* idsOut, int32_t const* contextLengths,
-                         int32_t seqLen, int64_t rowBegin, int64_t rowEnd, cudaStream_t stream);
+// Runner selection + K4 of rows [rowBegin, rowEnd) in one pass per row (prefill_select.cu): logits
+// [rows, MB] (only each row's visible prefix is read) -> outIdx rows, exactly the contract's order
+// (logit descending, id ascending) of the first kSel = min(512, nVis) visible entries, then the tail.
+void launchPrefillSelectExpand(int32_t* outIdx, float const* logits, int32_t const* contextLengths, int32_t seqLen,
+                               int64_t rowBegin, int64_t rowEnd, cudaStream_t stream);
 
 } // namespace qsa_detail
 } // namespace kernel
@@ -42,6 +38,12 @@ void launchPrefillSelect(float const* logits, float* keysOut, int32_t* idsOut, i
 namespace trt_edgellm {
 namespace kernel {
 namespace qsa_detail {
+
+// B3 without argument checks: zeroes splitCounters rows b < batchSize first when splitCounters != nullptr
+// (contract section 5, B3), then selects and expands every row. fn names the caller in launch errors.
+void launchDecodeSelectImpl(char const* fn, int32_t* outIdx, float const* logits, int32_t const* contextLengths,
+                            int32_t* splitCounters, int32_t numKVHeads, int32_t batchSize, int32_t maxBlocks,
+                            cudaStream_t stream);
 
 // K4 over rows [rowBegin, rowEnd) without argument checks (the runner has checked them).
 void launchExpandImpl(int32_t* outIdx, int32_t const* sortedIds, int32_t const* contextLengths, int32_t seqLen,

@@ -11,6 +11,12 @@
 //
 // Thread i owns the contiguous ids [i * chunk, (i + 1) * chunk), chunk = ceilDiv(n, kThreads); when
 // chunk <= kItems the keys are read once into registers, else every pass re-reads the row.
+//
+// Scope: BlockScope selects over one CTA's ids. A cluster of CTAs (decode_select.cu, sm_90) splits one row
+// into contiguous id ranges, one per CTA in rank order; its scope adds the CTAs' digit histograms after
+// each pass and offsets each CTA's (greater, equal) counts by those of the lower ranks. Every CTA then
+// holds the same integer totals, takes the same digit decisions and emits its own ids at their row-wide
+// positions: the selected set and positions are those of one CTA over the whole row.
 #pragma once
 
 #include "kernels/qsaCommon.cuh"
@@ -32,7 +38,7 @@ template <int kThreads>
 struct RadixSelectSmem {
     int hist[kThreads / 32][256];
     int histTotal[256];
-    int2 warpTot[32];
+    int2 warpTot[33]; // [32]: the block totals
     uint32_t prefix;
     uint32_t mask;
     int need;
@@ -41,7 +47,8 @@ struct RadixSelectSmem {
 
 // Block-wide exclusive scan of two counters (integers: exact in any order).
 template <int kThreads>
-__device__ __forceinline__ void blockExclusiveScan2(int a, int c, int& aBefore, int& cBefore, int2* warpTot) {
+__device__ __forceinline__ void blockExclusiveScan2(int a, int c, int& aBefore, int& cBefore, int2& blockTotal,
+                                                    int2* warpTot) {
     constexpr int kWarps = kThreads / 32;
     int const lane = threadIdx.x & 31;
     int const warp = threadIdx.x >> 5;
@@ -74,16 +81,30 @@ __device__ __forceinline__ void blockExclusiveScan2(int a, int c, int& aBefore, 
         if (lane < kWarps) {
             warpTot[lane] = make_int2(xa - v.x, xc - v.y); // exclusive warp offsets
         }
+        if (lane == kWarps - 1) {
+            warpTot[32] = make_int2(xa, xc); // block totals
+        }
     }
     __syncthreads();
     aBefore = warpTot[warp].x + sa - a;
     cBefore = warpTot[warp].y + sc - c;
+    blockTotal = warpTot[32];
     __syncthreads(); // warpTot may be reused
 }
 
+// One CTA is the whole row: nothing to add.
+struct BlockScope {
+    __device__ __forceinline__ void reduceHist(int* /*histTotal*/, int /*pass*/) const {}
+    __device__ __forceinline__ void reduceCounts(int2 /*blockTotal*/, int& gtOff, int& eqOff) const {
+        gtOff = 0;
+        eqOff = 0;
+    }
+};
+
 // One histogram pass + digit choice. `keyAt(k, valid)` gives the key of the thread's k-th id.
-template <int kThreads, typename KeyAt>
-__device__ __forceinline__ void radixPass(RadixSelectSmem<kThreads>& sm, int shift, int chunk, KeyAt keyAt) {
+template <int kThreads, typename KeyAt, typename Scope>
+__device__ __forceinline__ void radixPass(RadixSelectSmem<kThreads>& sm, int shift, int chunk, KeyAt keyAt,
+                                          Scope const& scope) {
     constexpr int kWarps = kThreads / 32;
     int const lane = threadIdx.x & 31;
     int const warp = threadIdx.x >> 5;
@@ -116,6 +137,7 @@ __device__ __forceinline__ void radixPass(RadixSelectSmem<kThreads>& sm, int shi
         sm.histTotal[d] = s;
     }
     __syncthreads();
+    scope.reduceHist(sm.histTotal, (24 - shift) / 8); // the row's totals (a cluster adds its CTAs')
     if (warp == 0) {
         // Lane l owns digits 255 - 8l - k, k < 8; counts from the top (digit 255 first).
         int cnt[8];
@@ -185,10 +207,10 @@ struct RowKeys {
 };
 
 // Selects the first kSel of row[0, n) and calls emit(pos, g, key) for each selected id g, pos = its rank
-// in ascending id order (0 .. min(kSel, n) - 1). All threads of the block must call it.
-template <int kThreads, typename Keys, typename Emit>
+// in ascending id order (0 .. min(kSel, n) - 1). All threads of the block (of the cluster) must call it.
+template <int kThreads, typename Keys, typename Emit, typename Scope = BlockScope>
 __device__ __forceinline__ void radixSelectEmit(RadixSelectSmem<kThreads>& sm, Keys const& keys, int n, int kSel,
-                                                int gBegin, int chunk, Emit emit) {
+                                                int gBegin, int chunk, Emit emit, Scope const& scope = Scope()) {
     __syncthreads(); // a previous row's readers of sm are done
     if (threadIdx.x == 0) {
         sm.prefix = 0u;
@@ -199,7 +221,7 @@ __device__ __forceinline__ void radixSelectEmit(RadixSelectSmem<kThreads>& sm, K
     __syncthreads();
     if (n > kSel) {
         for (int shift = 24; shift >= 0; shift -= 8) {
-            radixPass<kThreads>(sm, shift, chunk, keys);
+            radixPass<kThreads>(sm, shift, chunk, keys, scope);
             if (sm.need == sm.eq) {
                 break;
             }
@@ -216,7 +238,12 @@ __device__ __forceinline__ void radixSelectEmit(RadixSelectSmem<kThreads>& sm, K
         nEq += (valid && m == prefix) ? 1 : 0;
     });
     int gtBefore, eqBefore;
-    blockExclusiveScan2<kThreads>(nGt, nEq, gtBefore, eqBefore, sm.warpTot);
+    int2 blockTotal;
+    blockExclusiveScan2<kThreads>(nGt, nEq, gtBefore, eqBefore, blockTotal, sm.warpTot);
+    int gtOff, eqOff;
+    scope.reduceCounts(blockTotal, gtOff, eqOff); // ids of lower-ranked CTAs precede this CTA's
+    gtBefore += gtOff;
+    eqBefore += eqOff;
     int pos = gtBefore + min(eqBefore, need);
     if (QSA_MUTANT(18) && sm.eq > need) {
         eqBefore -= sm.eq - need; // the threshold ties taken from the highest ids

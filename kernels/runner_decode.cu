@@ -1,6 +1,8 @@
-// Decode runner and its workspace size (contract sections 2, 5, 6): B1, B2, split-counter zeroing, B3.
+// Decode runner and its workspace size (contract sections 2, 5, 6): B1, B2, B3 (split-counter zeroing folded
+// into B3's launch: three launches).
 // No allocation, no CUB, no host synchronization: safe to capture in a CUDA graph.
 #include "kernels/qsaCommon.cuh"
+#include "kernels/qsaInternal.h"
 
 namespace trt_edgellm {
 namespace kernel {
@@ -61,10 +63,13 @@ void runQsaIndexerDecode(int32_t* outIdx, T const* indexQk, float const* cosSin,
     launchQsaDecodePrep<T>(qNormed, indexQk, cosSin, contextLengths, wQ, wK, rmsEps, poolState, batchSize, maxBlocks,
                            stream);
     launchQsaDecodeScores<T>(logits, qNormed, contextLengths, poolState, batchSize, maxBlocks, stream);
-    if (splitCounters != nullptr && !QSA_MUTANT(29)) {
-        launchQsaZeroSplitCounters(splitCounters, batchSize, poolState.numKVHeads, stream);
+    // B3 zeroes splitCounters (when non-null) inside its own launch, then selects and expands.
+    int32_t* zeroed = splitCounters;
+    if (QSA_MUTANT(29)) {
+        zeroed = nullptr; // the zeroing dropped
     }
-    launchQsaDecodeSelect(outIdx, logits, contextLengths, batchSize, maxBlocks, stream);
+    launchDecodeSelectImpl(fn, outIdx, logits, contextLengths, zeroed, poolState.numKVHeads, batchSize, maxBlocks,
+                           stream);
 }
 
 template void runQsaIndexerDecode<__half>(int32_t*, __half const*, float const*, int32_t const*, __half const*,

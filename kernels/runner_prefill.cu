@@ -1,13 +1,11 @@
 // Prefill runner and its workspace size (contract sections 2, 5, 6).
 //
 // Pipeline: K1a; K1b (paged + raw-k tail scatter when poolState != null); then per chunk of Rc rows:
-// K2 (visible entries only), candidate pre-selection (idsFill fused), the CUB segmented sort, K4.
-// Why outIdx equals the contract's whole-row pipeline: K4 reads only the first kSel = min(512, nVis)
-// entries of each sorted row. Visible logits are >= +0.0 (never NaN or -0.0) > -FLT_MAX, so the
-// whole-row stable descending sort begins with the visible entries in (logit desc, id asc) order. The
-// pre-selection keeps exactly the first kSel of that order (radix select, ties to the lowest ids, see
-// qsaRadixSelect.cuh) and writes them in ascending id order; CUB's stable SortPairsDescending over a
-// DoubleBuffer then orders them exactly as the whole-row sort does.
+// K2 (visible entries only) and one fused pass per row that selects the first kSel = min(512, nVis) entries
+// of (logit desc, id asc), orders them in shared memory and writes K4 (prefill_select.cu, where the proof
+// that this equals the contract's idsFill + CUB whole-row sort + K4 is given). The workspace layout of
+// contract section 6 is unchanged: the keys-alt, values, values-alt and CUB temp slots are still reserved
+// (and sized by CUB's query) although this runner no longer uses them.
 #include <algorithm>
 
 #include "kernels/qsaCommon.cuh"
@@ -103,10 +101,6 @@ void runQsaIndexerPrefill(int32_t* outIdx, T const* indexQk, float const* cosSin
     T* qNormed = reinterpret_cast<T*>(ws + L.qNormed);
     T* kbar = reinterpret_cast<T*>(ws + L.kbar);
     float* keys = reinterpret_cast<float*>(ws + L.keys);
-    float* keysAlt = reinterpret_cast<float*>(ws + L.keysAlt);
-    int32_t* values = reinterpret_cast<int32_t*>(ws + L.values);
-    int32_t* valuesAlt = reinterpret_cast<int32_t*>(ws + L.valuesAlt);
-    void* cubTemp = ws + L.cubTemp;
     int32_t const MB = static_cast<int32_t>(L.numBlocks);
 
     launchQsaQPrep<T>(qNormed, indexQk, cosSin, contextLengths, wQ, rmsEps, batchSize, seqLen, stream);
@@ -123,10 +117,7 @@ void runQsaIndexerPrefill(int32_t* outIdx, T const* indexQk, float const* cosSin
         int64_t const r1 = std::min(rows, r0 + L.chunkRows - ((QSA_MUTANT(24) && r0 + L.chunkRows < rows) ? 1 : 0));
         launchScoresImpl<T>(fn, keys, nullptr, qNormed, kbar, contextLengths, batchSize, seqLen, r0, r1,
                             /*writeInvisible=*/false, stream);
-        launchPrefillSelect(keys, keysAlt, valuesAlt, contextLengths, seqLen, r0, r1, stream);
-        int32_t const* sorted = sortChunkSelected(keys, keysAlt, values, valuesAlt, contextLengths, seqLen, r0, r1,
-                                                  cubTemp, L.cubBytes, stream);
-        launchExpandImpl(outIdx, sorted, contextLengths, seqLen, r0, r1, stream);
+        launchPrefillSelectExpand(outIdx, keys, contextLengths, seqLen, r0, r1, stream);
     }
 }
 

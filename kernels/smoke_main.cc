@@ -459,9 +459,7 @@ void perfPrefill(int32_t B, int32_t S, bool check) {
     size_t const kbOff = ((rows * 1024 + 127) / 128) * 128;
     __half const* qn = reinterpret_cast<__half const*>(dWs.p);
     __half const* kb = reinterpret_cast<__half const*>(dWs.p + kbOff);
-    Dev<float> kA(Rc * MB), kB(Rc * MB);
-    Dev<int32_t> vA(Rc * MB), vB(Rc * MB);
-    Dev<uint8_t> tmp(1 << 20);
+    Dev<float> kA(Rc * MB);
     float const msK2 = medianMs(
         [&] {
             for (int64_t r0 = 0; r0 < rows; r0 += Rc) {
@@ -470,17 +468,11 @@ void perfPrefill(int32_t B, int32_t S, bool check) {
             }
         },
         5);
+    Dev<int32_t> outScratch(rows * 2051);
     float const msSel = medianMs(
         [&] {
             for (int64_t r0 = 0; r0 < rows; r0 += Rc) {
-                d::launchPrefillSelect(kA.p, kB.p, vB.p, dCtx.p, S, r0, std::min(rows, r0 + Rc), 0);
-            }
-        },
-        5);
-    float const msSort = medianMs(
-        [&] {
-            for (int64_t r0 = 0; r0 < rows; r0 += Rc) {
-                d::sortChunkSelected(kA.p, kB.p, vA.p, vB.p, dCtx.p, S, r0, std::min(rows, r0 + Rc), tmp.p, 1 << 20, 0);
+                d::launchPrefillSelectExpand(outScratch.p, kA.p, dCtx.p, S, r0, std::min(rows, r0 + Rc), 0);
             }
         },
         5);
@@ -490,9 +482,9 @@ void perfPrefill(int32_t B, int32_t S, bool check) {
     }
     flop *= B;
     std::printf(
-        "PERF prefill half B=%d S=%d: median %.3f ms (K1a %.3f, K2 %.3f = %.1f TFLOP/s, select %.3f, sort %.3f),"
+        "PERF prefill half B=%d S=%d: median %.3f ms (K1a %.3f, K2 %.3f = %.1f TFLOP/s, select+sort+expand %.3f),"
         " workspace %.1f MiB, MB=%d\n",
-        B, S, ms, msK1, msK2, flop / msK2 / 1e9, msSel, msSort, ws / 1048576.0, MB);
+        B, S, ms, msK1, msK2, flop / msK2 / 1e9, msSel, ws / 1048576.0, MB);
     if (check) {
         CK(cudaDeviceSynchronize());
         auto out = dOut.down();

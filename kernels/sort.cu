@@ -32,7 +32,9 @@ struct RowEnd {
     __host__ __device__ int operator()(int i) const { return i * numBlocks + numBlocks; }
 };
 
-// Runner: segment i (row rowBegin + i) ends at begin + kSel(row): only the pre-selected candidates.
+// The workspace query's segments (contract section 6: one chunk of Rc rows x MB, DoubleBuffer form): segment
+// i (row rowBegin + i) ends at begin + kSel(row). The runner no longer sorts with CUB; the query keeps the
+// CUB temp slot of the layout exactly as before.
 struct RowVisibleEnd {
     int32_t numBlocks;
     int32_t seqLen;
@@ -80,25 +82,6 @@ size_t sortDoubleBufferTempBytes(int64_t numRows, int64_t numBlocks) {
                      nullptr, bytes, keys, values, n, rows, BeginIt(c, RowBegin{static_cast<int32_t>(numBlocks)}),
                      VisEndIt(c, endOp)));
     return bytes;
-}
-
-int32_t const* sortChunkSelected(float* keys, float* keysAlt, int32_t* values, int32_t* valuesAlt,
-                                 int32_t const* contextLengths, int32_t seqLen, int64_t rowBegin, int64_t rowEnd,
-                                 void* cubTemp, size_t cubTempBytes, cudaStream_t stream) {
-    char const* fn = "runQsaIndexerPrefill";
-    int64_t const numBlocks = ceilDiv(seqLen, 4);
-    int64_t const numRows = rowEnd - rowBegin;
-    checkItems(fn, numRows, numBlocks);
-    cub::DoubleBuffer<float> dKeys(keysAlt, keys); // the candidates are in the alternate slots
-    cub::DoubleBuffer<int32_t> dValues(valuesAlt, values);
-    thrust::counting_iterator<int> c(0);
-    RowVisibleEnd endOp{static_cast<int32_t>(numBlocks), seqLen, rowBegin, contextLengths};
-    size_t bytes = cubTempBytes;
-    checkCub(fn, cub::DeviceSegmentedRadixSort::SortPairsDescending(
-                     cubTemp, bytes, dKeys, dValues, static_cast<int>(numRows * numBlocks), static_cast<int>(numRows),
-                     BeginIt(c, RowBegin{static_cast<int32_t>(numBlocks)}), VisEndIt(c, endOp), 0, 32, stream));
-    checkLaunch(fn);
-    return dValues.Current();
 }
 
 } // namespace qsa_detail
