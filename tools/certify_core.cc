@@ -350,11 +350,17 @@ std::string formatCount(double n) {
 
 double workFraction(ProgressSnapshot const& s) {
     // Expected shares of the time: the exhaustive checks take about a tenth of a default run.
-    double const exShare = s.exhaustiveTotal > 0 ? (s.casesTotal > 0 ? 0.1 : 1.0) : 0.0;
-    double const caseShare = s.casesTotal > 0 ? 1.0 - exShare : 0.0;
+    // Without planned case counts (budgets are a factor the children apply), finished jobs measure the work.
+    bool const byCases = s.casesTotal > 0;
+    int const otherJobs = s.jobsTotal - (s.exhaustiveTotal > 0 ? 1 : 0);
+    bool const byJobs = !byCases && otherJobs > 0;
+    double const exShare = s.exhaustiveTotal > 0 ? (byCases || byJobs ? 0.1 : 1.0) : 0.0;
+    double const caseShare = byCases || byJobs ? 1.0 - exShare : 0.0;
     double f = 0;
-    if (caseShare > 0) {
+    if (caseShare > 0 && byCases) {
         f += caseShare * static_cast<double>(s.casesDone) / static_cast<double>(s.casesTotal);
+    } else if (caseShare > 0) {
+        f += caseShare * std::min(1.0, static_cast<double>(s.jobsDone) / static_cast<double>(s.jobsTotal));
     }
     if (exShare > 0) {
         f += exShare * s.exhaustiveDone / s.exhaustiveTotal;

@@ -73,7 +73,9 @@ std::string casesText(json const& v) {
 
 // The first informative line of a failure message: gtest's "file:line" and "Failed" lines are skipped.
 std::string firstLine(std::string const& s) {
-    static std::regex const noise("^(\\S+:[0-9]+:?|Failed|)$");
+    // Also prop.cc's header lines (QSA_CHECK_FAILED, "Suite.Name [level=...]: what", QSA_SEED): level and
+    // profile are in the certificate's own columns.
+    static std::regex const noise("^(\\S+:[0-9]+:?|Failed|QSA_CHECK_FAILED .*|QSA_SEED .*|\\S+ \\[level=.*|)$");
     std::istringstream in(s);
     std::string line;
     while (std::getline(in, line) && std::regex_match(line, noise)) {

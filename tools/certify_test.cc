@@ -164,6 +164,10 @@ TEST(Progress, LineHasCasesRateAndEta) {
     EXPECT_NE(formatProgress(s, 0).find("FAILURES 2"), std::string::npos);
     ProgressSnapshot zero;
     EXPECT_NE(formatProgress(zero, 0).find("ETA --"), std::string::npos);
+    ProgressSnapshot jobs; // budgets as one factor: no planned case counts, finished jobs measure the work
+    jobs.jobsDone = 5;
+    jobs.jobsTotal = 10;
+    EXPECT_NEAR(workFraction(jobs), 0.5, 1e-9);
 }
 
 std::optional<Options> parse(std::vector<char const*> args) {
