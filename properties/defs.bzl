@@ -2,9 +2,16 @@
 
 <name>      CPU variant: the harness over host memory and the reference implementation of the API
             (reference_impl.cc); runs in CI without a GPU.
-<name>_gpu  GPU variant (tags ["gpu"]): the harness over device memory and whatever //properties:impl
-            points at (default //kernels:qsa_kernels).
+<name>_gpu  GPU variant (tags ["gpu"], exec_properties for a remote GPU pool): the harness over device memory
+            and whatever //api:impl points at (default //kernels:qsa_kernels).
+
+Both are sharded: every shard runs every property on its share of the cases with its own RapidCheck seed
+(properties/prop.cc, README "Sharding and remote GPU pools").
 """
+
+load("//bazel:remote.bzl", _GPU_EXEC_PROPERTIES = "GPU_EXEC_PROPERTIES")
+
+GPU_EXEC_PROPERTIES = _GPU_EXEC_PROPERTIES
 
 def qsa_property_test(name, srcs, shard_count = 2, gpu_shard_count = 2, size = "medium", cpu = True, gpu = True):
     """Declares the CPU variant `name` and the GPU variant `name_gpu` of one property source.
@@ -39,6 +46,7 @@ def qsa_property_test(name, srcs, shard_count = 2, gpu_shard_count = 2, size = "
             size = size,
             linkstatic = True,
             shard_count = gpu_shard_count,
+            exec_properties = GPU_EXEC_PROPERTIES,
             tags = ["gpu"],
             deps = common + [":harness_gpu"],
         )

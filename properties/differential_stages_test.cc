@@ -1,4 +1,4 @@
-// Contract 7.1 at stage level (GPU only; links //kernels:qsa_kernels directly, not //properties:impl):
+// Contract 7.1 at stage level (GPU only; links //kernels:qsa_kernels directly, not //api:impl):
 // each launcher of kernels/qsaIndexerKernels.h equals its host mirror in reference/stages.h bit for bit on
 // generated inputs, including host-written logits drawn from a few distinct values (+inf, -FLT_MAX, -0.0,
 // NaN) for the sort and B3 select; and the prefill workspace size equals section 6 with CUB's own query.

@@ -16,11 +16,13 @@ namespace qsa {
 namespace prop {
 namespace {
 
-QSA_PROP(Differential, PrefillMatchesReference, 150) {
+// Levels (contract section 8): valid page tables are core; holes read as +0.0, out-of-plane ids and slots
+// >= maxPagesPerSeq are hardened, so the hostile-pool half of each differential is its own property.
+void prefillMatchesReference(bool hostile) {
     SpecOptions o;
     o.tieBias = *rc::gen::arbitrary<bool>();
-    o.pool = *rc::gen::arbitrary<bool>();
-    o.hostilePool = o.pool && *rc::gen::arbitrary<bool>();
+    o.pool = hostile || *rc::gen::arbitrary<bool>();
+    o.hostilePool = hostile;
     PrefillSpec const spec = *genPrefillSpec(o);
     ref::PrefillCase const c = toCase(spec);
     Capture cap("differential", describe(spec));
@@ -54,9 +56,16 @@ QSA_PROP(Differential, PrefillMatchesReference, 150) {
     }
 }
 
+QSA_PROP(Differential, PrefillMatchesReference, 100) {
+    prefillMatchesReference(false);
+}
+
+QSA_PROP(Differential, PrefillHostilePoolMatchesReference, 50) {
+    prefillMatchesReference(true);
+}
+
 // Every decode step starts from the reference's own pool state, so each step is a pure differential.
-QSA_PROP(Differential, DecodeStepsMatchReference, 60) {
-    bool const hostile = *rc::gen::arbitrary<bool>();
+void decodeStepsMatchReference(bool hostile) {
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 300, 6, false, hostile);
     Chain ch = makeChain(spec);
     Capture cap("differential", describe(spec));
@@ -78,6 +87,14 @@ QSA_PROP(Differential, DecodeStepsMatchReference, 60) {
             RC_ASSERT(got.splitCounters == want.splitCountersAfter);
         pool = want.poolAfter;
     }
+}
+
+QSA_PROP(Differential, DecodeStepsMatchReference, 30) {
+    decodeStepsMatchReference(false);
+}
+
+QSA_PROP(Differential, DecodeStepsHostilePoolMatchReference, 30) {
+    decodeStepsMatchReference(true);
 }
 
 // nVis > 512, so that B3's radix select really selects (below that every block is taken), on tie-heavy

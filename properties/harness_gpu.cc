@@ -1,5 +1,5 @@
 // GPU backend of the harness: device buffers and two created streams, for the implementation behind
-// //properties:impl. Buffers are freed with cudaFree after the work on them is synchronized.
+// //api:impl. Buffers are freed with cudaFree after the work on them is synchronized.
 #include <cuda_runtime.h>
 
 #include <stdexcept>

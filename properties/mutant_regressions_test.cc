@@ -5,7 +5,7 @@
 // per-stage launchers (kernels/qsaIndexerKernels.h, contract section 2) on generated cases and compare
 // qNormed, kbar and the logits with reference/stages.h. Raw k can be replaced by random finite T bit
 // patterns (magnitudes mixed inside a block, so the FP32 block sums round: mutant 8).
-// GPU only: the implementation under test is //properties:impl.
+// GPU only: the implementation under test is //api:impl.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

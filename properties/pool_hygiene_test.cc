@@ -10,11 +10,24 @@ namespace qsa {
 namespace prop {
 namespace {
 
-QSA_PROP(PoolHygiene, PrefillTouchesOnlyContractCells, 100) {
+// Levels (contract section 8): -1 holes never dereferenced is core; ids outside their plane and slots >=
+// maxPagesPerSeq are hardened. The core variants keep the holes and drop the other two; the hardened ones
+// always have at least one of them.
+void keepLevel(PoolSpec& p, bool hardened) {
+    if (!hardened) {
+        p.outOfPlane = false;
+        p.truncated = false;
+    } else if (!p.outOfPlane && !p.truncated) {
+        p.outOfPlane = true;
+    }
+}
+
+void prefillTouchesOnlyContractCells(bool hardened) {
     SpecOptions o;
     o.pool = true;
-    o.hostilePool = *weighted<bool>({{1, false}, {3, true}});
-    PrefillSpec const spec = *genPrefillSpec(o);
+    o.hostilePool = hardened || *weighted<bool>({{1, false}, {3, true}});
+    PrefillSpec spec = *genPrefillSpec(o);
+    keepLevel(spec.pool, hardened);
     ref::PrefillCase const c = toCase(spec);
     Capture cap("pool_hygiene", describe(spec));
     cap.add(c);
@@ -22,9 +35,18 @@ QSA_PROP(PoolHygiene, PrefillTouchesOnlyContractCells, 100) {
     QSA_REQUIRE_EMPTY(checkCellPlan(prefillCellPlan(c), c.pool.data, got.pool, c.pool.dims, c.dtype));
 }
 
-QSA_PROP(PoolHygiene, DecodeTouchesOnlyContractCells, 60) {
-    bool const hostile = *weighted<bool>({{1, false}, {3, true}});
-    DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 1100 : 300, 6, false, hostile);
+QSA_PROP(PoolHygiene, PrefillTouchesOnlyContractCells, 60) {
+    prefillTouchesOnlyContractCells(false);
+}
+
+QSA_PROP(PoolHygiene, PrefillHostilePoolTouchesOnlyContractCells, 40) {
+    prefillTouchesOnlyContractCells(true);
+}
+
+void decodeTouchesOnlyContractCells(bool hardened) {
+    bool const hostile = hardened || *weighted<bool>({{1, false}, {3, true}});
+    DecodeChainSpec spec = *genDecodeChainSpec(implOnGpu() ? 1100 : 300, 6, false, hostile);
+    keepLevel(spec.pool, hardened);
     Chain ch = makeChain(spec);
     Capture cap("pool_hygiene", describe(spec));
     std::vector<uint16_t> pool = runImplPrefill(ch.prefillL).pool;
@@ -38,6 +60,14 @@ QSA_PROP(PoolHygiene, DecodeTouchesOnlyContractCells, 60) {
         }
         pool = got.pool;
     }
+}
+
+QSA_PROP(PoolHygiene, DecodeTouchesOnlyContractCells, 30) {
+    decodeTouchesOnlyContractCells(false);
+}
+
+QSA_PROP(PoolHygiene, DecodeHostilePoolTouchesOnlyContractCells, 30) {
+    decodeTouchesOnlyContractCells(true);
 }
 
 } // namespace

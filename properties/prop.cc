@@ -2,6 +2,7 @@
 #include "properties/prop.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -13,7 +14,9 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
+#include "checks/levels.h"
 #include "fixtures/fixture.h"
 #include "reference/stages.h"
 
@@ -60,6 +63,55 @@ void writePending(std::string const& id) {
         write(c);
 }
 
+// ---- shards and seeds (README "Sharding and remote GPU pools") -------------------------------------------
+// A sharded property target runs EVERY property in every shard, each shard on its own share of the cases
+// with its own RapidCheck seed, so that N workers of a pool split one property's budget. gtest's own
+// sharding (which would give each test to one shard) is switched off before RUN_ALL_TESTS reads it.
+struct ShardEnv {
+    int index = 0, total = 1;
+    ShardEnv() {
+        auto num = [](char const* a, char const* b) -> char const* {
+            char const* v = std::getenv(a);
+            return v != nullptr && *v != 0 ? v : std::getenv(b);
+        };
+        char const* t = num("TEST_TOTAL_SHARDS", "GTEST_TOTAL_SHARDS");
+        char const* i = num("TEST_SHARD_INDEX", "GTEST_SHARD_INDEX");
+        if (t != nullptr && i != nullptr && std::atoi(t) > 1) {
+            total = std::atoi(t);
+            index = std::min(std::max(std::atoi(i), 0), total - 1);
+        }
+        unsetenv("GTEST_TOTAL_SHARDS");
+        unsetenv("GTEST_SHARD_INDEX");
+    }
+};
+ShardEnv const& shardEnv() {
+    static ShardEnv const e;
+    return e;
+}
+ShardEnv const& kShardEnvAtStartup = shardEnv(); // before main, so gtest never sees its sharding variables
+
+bool rcParamsHas(char const* key) {
+    char const* env = std::getenv("RC_PARAMS");
+    return env != nullptr && std::string(env).find(key) != std::string::npos;
+}
+
+// splitmix64's finalizer: the seed of shard `i` from the base seed.
+uint64_t shardSeed(uint64_t base, int i) {
+    uint64_t z = base + 0x9E3779B97F4A7C15ull * uint64_t(i + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (z ^ (z >> 31)) & 0xFFFFFFFFull;
+}
+
+// QSA_BUDGET_SCALE (certify: one factor for every property) times a property's default case count.
+int scaledDefault(int defaultCases) {
+    char const* env = std::getenv("QSA_BUDGET_SCALE");
+    double const f = env != nullptr && *env != 0 ? std::atof(env) : 1.0;
+    if (!(f > 0))
+        throw std::runtime_error("QSA_BUDGET_SCALE must be a positive number, got '" + std::string(env) + "'");
+    return std::max(1, int(std::lround(defaultCases * f)));
+}
+
 int32_t decodeRow(int64_t r, int32_t S, int32_t* b) {
     *b = int32_t(r / S);
     return int32_t(r % S);
@@ -76,11 +128,44 @@ int maxSuccess(int fallback) {
 }
 
 void checkProperty(std::string const& id, int defaultCases, rc::detail::Property const& property) {
+    // Level and profile (contract section 8) from checks/registry.tsv; what is judged from QSA_LEVELS/QSA_PROFILE.
+    checks::CheckInfo const info = checks::lookup(id);
+    if (!info.registered()) {
+        ADD_FAILURE() << id << " has no row in checks/registry.tsv: give it a level and a profile";
+        return;
+    }
+    checks::Selection sel;
+    try {
+        sel = checks::selectionFromEnv();
+    } catch (std::exception const& e) {
+        ADD_FAILURE() << e.what();
+        return;
+    }
+    if (!sel.judged(info)) {
+        std::cout << checks::notJudgedLine(info, sel) << std::endl;
+        GTEST_SKIP() << checks::notJudgedLine(info, sel);
+    }
     rc::detail::TestMetadata metadata;
     metadata.id = id;
     metadata.description = id;
     rc::detail::TestParams params = rc::detail::configuration().testParams;
-    params.maxSuccess = maxSuccess(defaultCases);
+    // This shard's share of the cases and its seed; RC_PARAMS max_success= / seed= still override.
+    ShardEnv const& sh = shardEnv();
+    int const total = rcParamsHas("max_success") ? maxSuccess(defaultCases) : scaledDefault(defaultCases);
+    int const cases = total / sh.total + (sh.index < total % sh.total ? 1 : 0);
+    uint64_t base = params.seed;
+    if (char const* b = std::getenv("QSA_BASE_SEED"))
+        base = std::strtoull(b, nullptr, 10);
+    uint64_t const seed = rcParamsHas("seed=") ? params.seed : (sh.total > 1 ? shardSeed(base, sh.index) : base);
+    std::ostringstream seedLine;
+    seedLine << "QSA_SEED " << id << " base=" << base << " shard=" << sh.index << "/" << sh.total << " seed=" << seed
+             << " cases=" << cases << " of " << total << " (reproduce: RC_PARAMS=\"seed=" << seed
+             << " max_success=" << cases << "\" --gtest_filter=" << id << ")";
+    std::cout << seedLine.str() << std::endl;
+    if (cases == 0)
+        return; // every case of this property runs in the other shards
+    params.maxSuccess = cases;
+    params.seed = seed;
     pending().reset();
     auto const result = rc::detail::checkProperty(property, metadata, params);
     if (result.template is<rc::detail::SuccessResult>()) {
@@ -90,7 +175,11 @@ void checkProperty(std::string const& id, int defaultCases, rc::detail::Property
     std::ostringstream ss;
     rc::detail::printResultMessage(result, ss);
     writePending(id);
-    ADD_FAILURE() << ss.str();
+    std::cout << checks::failedLine(info) << std::endl;
+    ADD_FAILURE() << checks::failedLine(info) << "\n"
+                  << id << " [" << checks::tags(info) << "]: " << info.what << "\n"
+                  << seedLine.str() << "\n"
+                  << ss.str();
 }
 
 Capture::Capture(char const* contract, std::string description)

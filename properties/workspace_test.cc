@@ -71,7 +71,11 @@ QSA_PROP(Workspace, LargerWorkspaceServesSmallerS, 20) {
         diffOutIdx(runImplPrefill(c, big).outIdx, runImplPrefill(c).outIdx, c.seqLen, "big vs exact workspace"));
 }
 
-QSA_PROP(Workspace, UndersizedOrMisalignedThrows, 60) {
+// Levels (contract section 8): that an undersized workspace throws std::runtime_error is core; that its
+// message names the public function and both sizes, and that a misaligned one throws, are hardened.
+enum class WsCheck { kUndersized, kUndersizedMessage, kMisaligned };
+
+void workspaceThrows(WsCheck which) {
     PrefillSpec spec = *genPrefillSpec(SpecOptions{});
     ref::PrefillCase const c = toCase(spec);
     size_t const need = prefillWorkspaceSize(c.batchSize, c.seqLen);
@@ -83,10 +87,15 @@ QSA_PROP(Workspace, UndersizedOrMisalignedThrows, 60) {
     std::vector<size_t> misalignments = {64, 32, 16, 8, 4, 2, 1, 96};
     misalignments.push_back(*rc::gen::inRange<size_t>(1, 128));
     RC_LOG() << describe(spec) << " need=" << need << " given=" << under.workspaceBytes << "\n";
-    QSA_REQUIRE_EMPTY(throwsRuntimeError(
-        [&] { runImplPrefill(c, under); },
-        {"runQsaIndexerPrefill", std::to_string(under.workspaceBytes), std::to_string(need)}, "undersized prefill"));
-    for (size_t m : misalignments) {
+    auto mentions = [which](std::vector<std::string> m) {
+        return which == WsCheck::kUndersizedMessage ? m : std::vector<std::string>{};
+    };
+    if (which != WsCheck::kMisaligned)
+        QSA_REQUIRE_EMPTY(throwsRuntimeError(
+            [&] { runImplPrefill(c, under); },
+            mentions({"runQsaIndexerPrefill", std::to_string(under.workspaceBytes), std::to_string(need)}),
+            "undersized prefill"));
+    for (size_t m : which == WsCheck::kMisaligned ? misalignments : std::vector<size_t>{}) {
         RunOptions misaligned;
         misaligned.workspaceMisalign = m;
         QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { runImplPrefill(c, misaligned); }, {"runQsaIndexerPrefill"},
@@ -100,15 +109,29 @@ QSA_PROP(Workspace, UndersizedOrMisalignedThrows, 60) {
     size_t const dneed = decodeWorkspaceSize(d.batchSize, d.maxBlocks);
     RunOptions dunder;
     dunder.workspaceBytes = dneed - *rc::gen::inRange<size_t>(1, dneed);
-    QSA_REQUIRE_EMPTY(throwsRuntimeError(
-        [&] { runImplDecode(d, dunder); },
-        {"runQsaIndexerDecode", std::to_string(dunder.workspaceBytes), std::to_string(dneed)}, "undersized decode"));
-    for (size_t m : misalignments) {
+    if (which != WsCheck::kMisaligned)
+        QSA_REQUIRE_EMPTY(throwsRuntimeError(
+            [&] { runImplDecode(d, dunder); },
+            mentions({"runQsaIndexerDecode", std::to_string(dunder.workspaceBytes), std::to_string(dneed)}),
+            "undersized decode"));
+    for (size_t m : which == WsCheck::kMisaligned ? misalignments : std::vector<size_t>{}) {
         RunOptions misaligned;
         misaligned.workspaceMisalign = m;
         QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { runImplDecode(d, misaligned); }, {"runQsaIndexerDecode"},
                                              "misaligned decode workspace (+" + std::to_string(m) + " bytes)"));
     }
+}
+
+QSA_PROP(Workspace, UndersizedThrows, 30) {
+    workspaceThrows(WsCheck::kUndersized);
+}
+
+QSA_PROP(Workspace, UndersizedMessageNamesFunctionAndSizes, 30) {
+    workspaceThrows(WsCheck::kUndersizedMessage);
+}
+
+QSA_PROP(Workspace, MisalignedThrows, 30) {
+    workspaceThrows(WsCheck::kMisaligned);
 }
 
 QSA_PROP(Workspace, InvalidPoolStatesThrow, 30) {

@@ -109,51 +109,52 @@ std::string childVisibleDevices(char const* parentValue, int index) {
     return ids[index];
 }
 
+extern char const kContractsTsv[]; // properties/contracts.tsv (from contracts.bzl), embedded by tools/BUILD
+
+namespace {
+
+// kind, number, name, levels, gpu binary, mutant rank
+std::vector<ContractSpec> parseContracts(bool stage) {
+    std::vector<ContractSpec> out;
+    std::istringstream in(kContractsTsv);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::vector<std::string> f;
+        std::string cur;
+        std::istringstream ls(line);
+        while (std::getline(ls, cur, '\t'))
+            f.push_back(cur);
+        if (f.size() < 5 || (f[0] == "stage") != stage || (f[0] != "stage" && f[0] != "contract"))
+            continue;
+        ContractSpec c;
+        c.number = std::stoi(f[1]);
+        c.name = f[2];
+        c.levels = splitOn(f[3], ',');
+        c.gpuBinary = f[4];
+        c.stage = stage;
+        std::string const base = f[4].substr(f[4].find('/') + 1);
+        c.test = !stage && base.size() > 4 && base.compare(base.size() - 4, 4, "_gpu") == 0
+                     ? base.substr(0, base.size() - 4)
+                     : "";
+        out.push_back(c);
+    }
+    return out;
+}
+
+} // namespace
+
 std::vector<ContractSpec> const& contracts() {
-    static std::vector<ContractSpec> const list = {
-        {1, "differential", "differential_test"},
-        {2, "index layout", "layout_test"},
-        {3, "padding", "padding_test"},
-        {4, "determinism", "determinism_test"},
-        {5, "batch invariance", "batch_invariance_test"},
-        {6, "prefill/decode equivalence", "prefill_decode_test"},
-        {7, "pool hygiene", "pool_hygiene_test"},
-        {8, "workspace", "workspace_test"},
-    };
+    static std::vector<ContractSpec> const list = parseContracts(false);
     return list;
 }
 
-std::optional<int64_t> budgetCases(std::string const& propertyId, double scale) {
-    // About 4x each property's pre-merge default (the QSA_PROP third argument in properties/*_test.cc).
-    static std::map<std::string, int64_t> const table = {
-        {"Differential.PrefillMatchesReference", 160},
-        {"Differential.DecodeStepsMatchReference", 120},
-        {"Layout.PrefillRowsObeyK4", 160},
-        {"Layout.DecodeRowsObeyK4", 120},
-        {"Padding.PaddedRowsAllMinusOneAndPoisonIgnored", 160},
-        {"Padding.ContextLengthsOutsideRangeActClamped", 100},
-        {"Padding.InvalidDecodeRowsAreInert", 120},
-        {"Determinism.PrefillRepeatsBitwise", 120},
-        {"Determinism.TwoStreamsInFlight", 80},
-        {"Determinism.DecodeRepeatsBitwise", 100},
-        {"BatchInvariance.SequenceAloneVsInBatch", 120},
-        {"BatchInvariance.ChunkBoundariesMoved", 80},
-        {"BatchInvariance.PoolDoesNotChangeOutIdx", 100},
-        {"PrefillDecode.StepsMatchPrefillRows", 120},
-        {"PrefillDecode.TiesAtTheSelectionThreshold", 16},
-        {"PoolHygiene.PrefillTouchesOnlyContractCells", 160},
-        {"PoolHygiene.DecodeTouchesOnlyContractCells", 120},
-        {"Workspace.SizesFollowSection6", 800},
-        {"Workspace.SizeFunctionsRejectNonPositive", 80},
-        {"Workspace.LargerWorkspaceServesSmallerS", 80},
-        {"Workspace.UndersizedOrMisalignedThrows", 160},
-        {"Workspace.InvalidPoolStatesThrow", 120},
-    };
-    auto const it = table.find(propertyId);
-    if (it == table.end()) {
-        return std::nullopt;
-    }
-    return std::max<int64_t>(1, std::llround(static_cast<double>(it->second) * scale));
+std::vector<ContractSpec> const& stageProperties() {
+    static std::vector<ContractSpec> const list = parseContracts(true);
+    return list;
+}
+
+double budgetScale(double scale) {
+    return kCertifyBudgetFactor * scale;
 }
 
 uint64_t propertySeed(uint64_t base, std::string const& propertyId) {
@@ -227,6 +228,71 @@ GtestOutcome parseGtestJson(std::string const& text, std::string const& property
     return o;
 }
 
+std::vector<GtestTest> parseGtestJsonAll(std::string const& text) {
+    std::vector<GtestTest> out;
+    nlohmann::json const j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.contains("testsuites")) {
+        return out;
+    }
+    for (auto const& suite : j["testsuites"]) {
+        for (auto const& t : suite.value("testsuite", nlohmann::json::array())) {
+            if (t.value("status", "RUN") != "RUN") {
+                continue;
+            }
+            GtestTest g;
+            g.id = suite.value("name", "") + "." + t.value("name", "");
+            for (auto const& f : t.value("failures", nlohmann::json::array())) {
+                g.failures.push_back(f.value("failure", ""));
+            }
+            std::string const result = t.value("result", "COMPLETED");
+            g.status = !g.failures.empty()     ? "FAIL"
+                       : result == "SKIPPED"   ? "SKIPPED"
+                       : result == "COMPLETED" ? "PASS"
+                                               : "FAIL";
+            out.push_back(g);
+        }
+    }
+    return out;
+}
+
+std::vector<FailedCheck> parseFailedChecks(std::string const& text) {
+    static std::regex const re("QSA_CHECK_FAILED (\\S+) level=([a-z]+) profile=([a-z]+)");
+    std::vector<FailedCheck> out;
+    for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) {
+        FailedCheck const c{(*it)[1].str(), (*it)[2].str(), (*it)[3].str()};
+        bool const dup = std::any_of(out.begin(), out.end(), [&](FailedCheck const& o) {
+            return o.id == c.id && o.level == c.level && o.profile == c.profile;
+        });
+        if (!dup) {
+            out.push_back(c);
+        }
+    }
+    return out;
+}
+
+std::vector<std::string> linesStartingWith(std::string const& text, std::string const& prefix) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::string const t = trim(line);
+        if (t.rfind(prefix, 0) == 0 && std::find(out.begin(), out.end(), t) == out.end()) {
+            out.push_back(t);
+        }
+    }
+    return out;
+}
+
+std::optional<int64_t> parseSeedLineCases(std::string const& text, std::string const& propertyId) {
+    for (std::string const& l : linesStartingWith(text, "QSA_SEED " + propertyId + " ")) {
+        size_t const at = l.find(" cases=");
+        if (at != std::string::npos) {
+            return std::stoll(l.substr(at + 7));
+        }
+    }
+    return std::nullopt;
+}
+
 std::optional<std::pair<uint64_t, uint64_t>> parseProgressLine(std::string const& line) {
     unsigned long long done = 0;
     unsigned long long total = 0;
@@ -284,11 +350,17 @@ std::string formatCount(double n) {
 
 double workFraction(ProgressSnapshot const& s) {
     // Expected shares of the time: the exhaustive checks take about a tenth of a default run.
-    double const exShare = s.exhaustiveTotal > 0 ? (s.casesTotal > 0 ? 0.1 : 1.0) : 0.0;
-    double const caseShare = s.casesTotal > 0 ? 1.0 - exShare : 0.0;
+    // Without planned case counts (budgets are a factor the children apply), finished jobs measure the work.
+    bool const byCases = s.casesTotal > 0;
+    int const otherJobs = s.jobsTotal - (s.exhaustiveTotal > 0 ? 1 : 0);
+    bool const byJobs = !byCases && otherJobs > 0;
+    double const exShare = s.exhaustiveTotal > 0 ? (byCases || byJobs ? 0.1 : 1.0) : 0.0;
+    double const caseShare = byCases || byJobs ? 1.0 - exShare : 0.0;
     double f = 0;
-    if (caseShare > 0) {
+    if (caseShare > 0 && byCases) {
         f += caseShare * static_cast<double>(s.casesDone) / static_cast<double>(s.casesTotal);
+    } else if (caseShare > 0) {
+        f += caseShare * std::min(1.0, static_cast<double>(s.jobsDone) / static_cast<double>(s.jobsTotal));
     }
     if (exShare > 0) {
         f += exShare * s.exhaustiveDone / s.exhaustiveTotal;
@@ -339,6 +411,10 @@ std::optional<Options> parseArgs(int argc, char const* const* argv, std::string 
         ->check(CLI::Range(1, 8));
     app.add_option("--cases", cases, "per-property budget override Suite.Name=N (repeatable)");
     app.add_flag("--no-exhaustive", noExhaustive, "skip the exhaustive scalar checks");
+    bool noReplay = false;
+    bool noStage = false;
+    app.add_flag("--no-replay", noReplay, "skip the fixture replay");
+    app.add_flag("--no-stage-tests", noStage, "skip this project's kernel stage tests");
     app.add_flag("--exhaustive-only", exhaustiveOnly, "run only the exhaustive scalar checks");
     app.add_flag("--allow-ptx-jit", o.allowPtxJit, "certify even when the binary lacks SASS for a GPU");
     app.add_option("--progress", o.progress, "progress display")
@@ -382,6 +458,8 @@ std::optional<Options> parseArgs(int argc, char const* const* argv, std::string 
     }
     o.exhaustive = !noExhaustive;
     o.properties = !exhaustiveOnly;
+    o.replayFixtures = !noReplay && !exhaustiveOnly;
+    o.stageTests = !noStage && !exhaustiveOnly;
     if (o.outDir.empty()) {
         o.outDir = defaultOutDir;
     }

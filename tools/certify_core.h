@@ -40,16 +40,22 @@ std::string childVisibleDevices(char const* parentValue, int index);
 // ---- the plan -------------------------------------------------------------------------------------------
 
 struct ContractSpec {
-    int number;       // contract section 7 number
-    std::string name; // short name
-    std::string test; // property test target name in //properties (the GPU variant adds "_gpu")
+    int number;                      // contract section 7 number
+    std::string name;                // short name
+    std::string test;                // CPU property test target in //properties ("" for GPU-only stage tests)
+    std::string gpuBinary;           // workspace-relative GPU binary, e.g. "properties/layout_test_gpu"
+    std::vector<std::string> levels; // levels of its checks (contract section 8)
+    bool stage = false;              // a stage property: this project's launchers, //kernels:qsa_kernels only
 };
-// The eight contracts of section 7, in order (THE list to update when properties/BUILD changes).
+// The eight contracts of section 7, in order, then the stage properties: generated from
+// properties/contracts.bzl (THE contract list) at build time.
 std::vector<ContractSpec> const& contracts();
+std::vector<ContractSpec> const& stageProperties();
 
-// Certify's budget of one property "Suite.Name" (about 4x its pre-merge default), scaled by `scale` (at least
-// 1 case); std::nullopt when the property is not in the table (it then runs its own pre-merge default).
-std::optional<int64_t> budgetCases(std::string const& propertyId, double scale);
+// Certify's budgets: every property's pre-merge default times ONE factor, kCertifyBudgetFactor * --scale,
+// passed to the children as QSA_BUDGET_SCALE (properties/prop.cc).
+constexpr double kCertifyBudgetFactor = 4.0;
+double budgetScale(double scale);
 
 // The fixed RapidCheck seed of a property: a hash of (base, id) below 2^32 (readable, JSON-safe).
 uint64_t propertySeed(uint64_t base, std::string const& propertyId);
@@ -72,6 +78,24 @@ struct GtestOutcome {
     std::vector<std::string> failures; // failure messages
 };
 GtestOutcome parseGtestJson(std::string const& json, std::string const& propertyId);
+
+// Every test of a gtest --gtest_output=json file: id "Suite.Name", status PASS | FAIL | SKIPPED, failures.
+struct GtestTest {
+    std::string id;
+    std::string status;
+    std::vector<std::string> failures;
+};
+std::vector<GtestTest> parseGtestJsonAll(std::string const& json);
+
+// "QSA_CHECK_FAILED <id> level=L profile=P ..." lines (properties, fixture replay) -> (id, level, profile).
+struct FailedCheck {
+    std::string id, level, profile;
+};
+std::vector<FailedCheck> parseFailedChecks(std::string const& text);
+// "QSA_NOT_JUDGED ..." and "QSA_COVERAGE ..." lines of a child's output, in order, deduplicated.
+std::vector<std::string> linesStartingWith(std::string const& text, std::string const& prefix);
+// "QSA_SEED <id> base=B shard=i/N seed=S cases=M of T ..." -> M (cases the property ran), nullopt when absent.
+std::optional<int64_t> parseSeedLineCases(std::string const& text, std::string const& propertyId);
 
 // A "progress DONE TOTAL" line of exhaustive_primitives -> (done, total).
 std::optional<std::pair<uint64_t, uint64_t>> parseProgressLine(std::string const& line);
@@ -119,6 +143,8 @@ struct Options {
     int exhaustiveThreads = 0;     // CPU threads per exhaustive child (0: cores / GPUs)
     double childTimeout = 3600;    // seconds, per child
     double timeLimitMinutes = 0;   // no new child after this many minutes (0: none); the rest FAIL as not run
+    bool replayFixtures = true;    // the fixture replay (fixtures/replay_gpu_test) on every GPU
+    bool stageTests = true;        // this project's kernel stage tests, when //api:impl is //kernels:qsa_kernels
     bool list = false;             // print the plan and exit
     bool cpuDryRun = false;        // testing certify itself: CPU property variants, no CUDA, fake GPUs
     int fakeGpus = 1;              // GPUs pretended by --cpu-dry-run
@@ -131,7 +157,11 @@ std::optional<Options> parseArgs(int argc, char const* const* argv, std::string 
 // ---- verdicts and rendering ------------------------------------------------------------------------------
 
 // Fills every "verdict" of a certificate from its leaves (property verdicts, exhaustive check mismatches, child
-// errors): PASS only when everything below passed and nothing is missing.
+// errors, suites): PASS only when everything judged passed and nothing is missing. A property or test whose check
+// QSA_LEVELS / QSA_PROFILE did not select has verdict NOT_JUDGED and never counts as a pass. Also fills
+// cert["levels"]: per group of contract section 8 (core, hardened, ieee differential) its verdict (PASS, FAIL or
+// NOT JUDGED), the failing checks and those not judged, and cert["verdict_line"], e.g.
+// "core: PASS, hardened: FAIL (3 checks), ieee differential: FAIL (2 checks)".
 void computeVerdicts(nlohmann::json& cert);
 
 // certificate.json text: sorted keys, 2-space indent, trailing newline.

@@ -1,9 +1,11 @@
-// certify (issue 7): one command that certifies every visible GPU against the contract and writes a certificate.
+// certify: one command that certifies every visible GPU against the contract and writes a certificate.
 //   bazel run //tools:certify -- [--scale F] [--out DIR] [--allow-ptx-jit] ...     (--help lists everything)
-// For each GPU a worker pool runs, pinned with CUDA_VISIBLE_DEVICES, the exhaustive scalar checks and every
-// property of every contract (one child process per property, RC_PARAMS="max_success=N seed=S" with fixed
-// seeds), then certificate.json / certificate.md are written. Exit 0 PASS, 1 FAIL, 2 setup error, 3 refused (no
-// SASS for a GPU).
+//   [--//api:impl=//their:lib]  certifies another implementation; QSA_LEVELS / QSA_PROFILE select what is judged
+// For each GPU a worker pool runs, pinned with CUDA_VISIBLE_DEVICES, the whole portable suite: the exhaustive
+// scalar checks, every property of every contract (one child per property, RC_PARAMS="seed=S" with fixed seeds,
+// QSA_BUDGET_SCALE = one factor for every budget) and the fixture replay; when //api:impl is //kernels:qsa_kernels
+// also this project's stage properties and kernel stage tests. certificate.json / certificate.md give a verdict
+// per level and profile (contract section 8). Exit 0 PASS, 1 FAIL, 2 setup error, 3 refused (no SASS for a GPU).
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +24,8 @@
 #include <sstream>
 #include <thread>
 
+#include "api/impl_label.h"
+#include "checks/levels.h"
 #include "tools/certify_child.h"
 #include "tools/certify_core.h"
 #include "tools/certify_cuda.h"
@@ -30,7 +34,15 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace qsa::certify;
 
+namespace qsa {
+namespace certify {
+extern char const kKernelStageTests[]; // kernels/stage_tests.bzl, embedded by tools/BUILD
+} // namespace certify
+} // namespace qsa
+
 namespace {
+
+namespace checks = qsa::checks;
 
 using Clock = std::chrono::steady_clock;
 
@@ -134,8 +146,18 @@ fs::path locate(Layout const& l, std::string const& rel) {
 struct PropertyPlan {
     int contract;
     std::string id;
-    std::optional<int64_t> cases;
+    std::optional<int64_t> cases; // an explicit --cases override; else the default times budgetScale()
     uint64_t seed;
+    checks::CheckInfo info; // level and profile (checks/registry.tsv)
+    bool judged = true;     // selected by QSA_LEVELS / QSA_PROFILE; a property not judged is not run
+};
+
+// A whole test binary run as one child: the fixture replay, a stage property binary, a kernel stage test.
+struct SuitePlan {
+    std::string name; // "fixture replay", "stage properties", "kernel stage tests"
+    std::string rel;  // workspace-relative binary
+    fs::path exe;
+    std::vector<std::string> args;
 };
 
 struct ContractPlan {
@@ -277,6 +299,7 @@ struct GpuRun {
     fs::path dir;
     json exhaustive;                        // filled by the exhaustive job
     std::map<std::string, json> properties; // id -> result
+    std::map<std::string, json> suites;     // binary -> result
 };
 
 json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, GpuRun& run, Options const& o,
@@ -294,6 +317,7 @@ json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, 
     spec.unset = kUnset;
     spec.env = {{"CUDA_VISIBLE_DEVICES", run.gpu.visibleId},
                 {"RC_PARAMS", rc},
+                {"QSA_BUDGET_SCALE", std::to_string(budgetScale(o.scale))},
                 {"TEST_UNDECLARED_OUTPUTS_DIR", outputs.string()},
                 {"TEST_TMPDIR", tmp.string()},
                 {"TMPDIR", tmp.string()}};
@@ -306,10 +330,18 @@ json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, 
     std::error_code ec;
     fs::remove_all(tmp, ec);
 
-    json res = {{"id", p.id},           {"seed", p.seed},
-                {"rc_params", rc},      {"cases_planned", p.cases ? json(*p.cases) : json()},
-                {"seconds", secs},      {"log", log.string()},
-                {"exit", r.describe()}, {"fixtures", capturedFixtures(outputs)}};
+    json res = {{"id", p.id},
+                {"seed", p.seed},
+                {"level", p.info.level},
+                {"profile", p.info.profile},
+                {"rc_params", rc},
+                {"budget_scale", budgetScale(o.scale)},
+                {"cases_planned", p.cases ? json(*p.cases) : json()},
+                {"seconds", secs},
+                {"log", log.string()},
+                {"exit", r.describe()},
+                {"fixtures", capturedFixtures(outputs)},
+                {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")}};
     GtestOutcome const g = parseGtestJson(readFile(gtestJson).value_or(""), p.id);
     json failures = json::array();
     for (std::string const& f : g.failures) {
@@ -323,8 +355,9 @@ json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, 
     }
     res["failures"] = failures;
     res["verdict"] = pass ? "PASS" : "FAIL";
-    // Cases run: the budget when it passed, RapidCheck's "Falsifiable after N tests" when it failed.
-    json ran = p.cases ? json(*p.cases) : json();
+    // Cases run: the child's QSA_SEED line when it passed, RapidCheck's "Falsifiable after N tests" when it failed.
+    std::optional<int64_t> const seedCases = parseSeedLineCases(r.output, p.id);
+    json ran = seedCases ? json(*seedCases) : p.cases ? json(*p.cases) : json();
     if (!pass) {
         ran = json();
         for (std::string const& f : g.failures) {
@@ -340,10 +373,97 @@ json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, 
         progress.s.jobsDone += 1;
         progress.s.failures += pass ? 0 : 1;
     }
-    char line[512];
-    std::snprintf(line, sizeof(line), "[gpu %d] %s %-52s %6s cases %7.1f s%s", run.gpu.index, pass ? "PASS" : "FAIL",
-                  p.id.c_str(), p.cases ? std::to_string(*p.cases).c_str() : "dflt", secs,
+    char line[768];
+    std::snprintf(line, sizeof(line), "[gpu %d] %s %-52s %6s cases %7.1f s  level=%s profile=%s%s", run.gpu.index,
+                  pass ? "PASS" : "FAIL", p.id.c_str(),
+                  ran.is_number_integer() ? std::to_string(ran.get<int64_t>()).c_str() : "dflt", secs,
+                  p.info.level.c_str(), p.info.profile.c_str(),
                   pass ? "" : ("  (" + r.describe() + ", log " + log.string() + ")").c_str());
+    progress.event(line);
+    return res;
+}
+
+// A whole gtest binary as one child; every test becomes a check with its registry level/profile (the fixture
+// replay's tests name their failed checks in QSA_CHECK_FAILED lines).
+json runSuite(Layout const& l, SuitePlan const& s, GpuRun& run, Options const& o, checks::Selection const& sel,
+              Progress& progress) {
+    std::string const tag = safeName(s.rel);
+    fs::path const outputs = run.dir / "outputs" / tag;
+    fs::path const tmp = run.dir / "tmp" / tag;
+    fs::path const log = run.dir / "logs" / (tag + ".log");
+    fs::path const gtestJson = run.dir / "logs" / (tag + ".json");
+    fs::create_directories(outputs);
+    fs::create_directories(tmp);
+    ChildSpec spec;
+    spec.exe = s.exe.string();
+    spec.args = s.args;
+    spec.args.push_back("--gtest_output=json:" + gtestJson.string());
+    spec.args.push_back("--gtest_color=no");
+    spec.unset = kUnset;
+    spec.env = {{"CUDA_VISIBLE_DEVICES", run.gpu.visibleId},
+                {"RC_PARAMS", "seed=" + std::to_string(propertySeed(o.seed, s.rel))},
+                {"QSA_BUDGET_SCALE", std::to_string(budgetScale(o.scale))},
+                {"TEST_UNDECLARED_OUTPUTS_DIR", outputs.string()},
+                {"TEST_TMPDIR", tmp.string()},
+                {"TMPDIR", tmp.string()}};
+    runfilesEnv(l, s.exe, spec);
+    spec.logPath = log.string();
+    spec.timeoutSeconds = o.childTimeout;
+    auto const t0 = Clock::now();
+    ChildResult const r = runChild(spec, [](std::string const&) {});
+    double const secs = secondsSince(t0);
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    json tests = json::array();
+    int failed = 0;
+    for (GtestTest const& t : parseGtestJsonAll(readFile(gtestJson).value_or(""))) {
+        checks::CheckInfo const info = checks::lookup(t.id);
+        std::string all;
+        for (std::string const& f : t.failures) {
+            all += f + "\n";
+        }
+        json fc = json::array();
+        for (FailedCheck const& c : parseFailedChecks(all)) {
+            fc.push_back({{"id", c.id}, {"level", c.level}, {"profile", c.profile}});
+        }
+        // Registered tests (stage tests, stage properties) are judged by the registry; the replay's tests by the
+        // checks they name (their binary prints QSA_NOT_JUDGED and skips what QSA_LEVELS / QSA_PROFILE drop).
+        bool const judged = info.registered() ? sel.judged(info) : t.status != "SKIPPED";
+        std::string const verdict = !judged ? "NOT_JUDGED" : t.status == "PASS" ? "PASS" : "FAIL";
+        failed += verdict == "FAIL";
+        json failures = json::array();
+        for (std::string const& f : t.failures) {
+            failures.push_back(f.substr(0, 4000));
+        }
+        tests.push_back({{"id", t.id},
+                         {"level", info.registered() ? info.level : "per check"},
+                         {"profile", info.registered() ? info.profile : "per check"},
+                         {"verdict", verdict},
+                         {"failed_checks", fc},
+                         {"failures", failures}});
+    }
+    json res = {{"name", s.name},
+                {"binary", s.rel},
+                {"seconds", secs},
+                {"log", log.string()},
+                {"exit", r.describe()},
+                {"tests", tests},
+                {"not_judged_lines", linesStartingWith(r.output, "QSA_NOT_JUDGED ")},
+                {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")},
+                {"fixtures", capturedFixtures(outputs)}};
+    if (tests.empty() || (!r.ok() && failed == 0)) {
+        std::string const tail = r.output.size() > 2000 ? r.output.substr(r.output.size() - 2000) : r.output;
+        res["error"] = "child " + r.describe() + (tests.empty() ? ", no test results" : "") + "; output tail:\n" + tail;
+    }
+    {
+        std::lock_guard<std::mutex> g(progress.m);
+        progress.s.jobsDone += 1;
+        progress.s.failures += failed > 0 || res.contains("error") ? 1 : 0;
+    }
+    char line[512];
+    std::snprintf(line, sizeof(line), "[gpu %d] %s %-52s %4zu tests %7.1f s%s", run.gpu.index,
+                  failed == 0 && !res.contains("error") ? "PASS" : "FAIL", (s.name + " " + s.rel).c_str(), tests.size(),
+                  secs, failed ? ("  (" + std::to_string(failed) + " failed, log " + log.string() + ")").c_str() : "");
     progress.event(line);
     return res;
 }
@@ -428,6 +548,15 @@ std::string driverRelease() {
     return "unknown";
 }
 
+// "core,hardened": the levels QSA_LEVELS selected, as checks::parseSelection reads them back.
+std::string selectedLevels(checks::Selection const& sel) {
+    std::string l;
+    for (std::string const& v : sel.levels) {
+        l += (l.empty() ? "" : ",") + v;
+    }
+    return l;
+}
+
 int realMain(int argc, char** argv) {
     std::string const defaultOut =
         (fs::path(envOr("BUILD_WORKING_DIRECTORY", fs::current_path().string())) / "certificate").string();
@@ -436,6 +565,11 @@ int realMain(int argc, char** argv) {
         return 0;
     }
     Options const o = *parsed;
+    // What is judged (contract section 8): QSA_LEVELS / QSA_PROFILE, passed on to every child.
+    checks::Selection const sel = checks::selectionFromEnv();
+    std::string const implLabel = qsa::api::kImplLabel;
+    bool const ownKernels =
+        implLabel.size() >= 21 && implLabel.compare(implLabel.size() - 21, 21, "//kernels:qsa_kernels") == 0;
     Layout const layout = findLayout(argv[0], o.binDir);
     fs::path const outDir = fs::absolute(o.outDir);
 
@@ -491,7 +625,7 @@ int realMain(int argc, char** argv) {
             if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), c.number) == o.only.end()) {
                 continue;
             }
-            ContractPlan cp{c, "properties/" + c.test + (o.cpuDryRun ? "" : "_gpu"), {}, {}};
+            ContractPlan cp{c, o.cpuDryRun ? "properties/" + c.test : c.gpuBinary, {}, {}};
             cp.exe = locate(layout, cp.rel);
             if (cp.exe.empty()) {
                 std::fprintf(stderr, "certify: %s not found (runfiles %s, bundle %s, --bin-dir %s)\n", cp.rel.c_str(),
@@ -515,17 +649,53 @@ int realMain(int argc, char** argv) {
             for (std::string const& id : ids) {
                 auto const ov = o.cases.find(id);
                 std::optional<int64_t> const cases =
-                    ov != o.cases.end() ? std::optional<int64_t>(ov->second) : budgetCases(id, o.scale);
-                if (!cases) {
-                    std::fprintf(stderr,
-                                 "certify: warning: %s is not in certify's budget table; it runs its "
-                                 "pre-merge default (tools/certify_core.cc budgetCases)\n",
-                                 id.c_str());
-                }
-                cp.properties.push_back({c.number, id, cases, propertySeed(o.seed, id)});
+                    ov != o.cases.end() ? std::optional<int64_t>(ov->second) : std::nullopt;
+                checks::CheckInfo const info = checks::lookup(id);
+                // An unregistered property fails in its child (properties/prop.cc): it is run, never skipped.
+                bool const judged = !info.registered() || sel.judged(info);
+                cp.properties.push_back({c.number, id, cases, propertySeed(o.seed, id), info, judged});
             }
             plan.push_back(cp);
         }
+    }
+    // Whole binaries: the fixture replay through //api:impl; this project's stage properties and kernel stage tests
+    // when //api:impl is //kernels:qsa_kernels (they test its launchers, not the public API).
+    std::vector<SuitePlan> suites;
+    if (o.replayFixtures) {
+        suites.push_back({"fixture replay",
+                          o.cpuDryRun ? "fixtures/replay_test" : "fixtures/replay_gpu_test",
+                          {},
+                          {o.cpuDryRun ? "--impl=reference" : "--impl=gpu"}});
+    }
+    std::vector<std::string> stageNames;
+    std::string stageLine;
+    if (!o.stageTests) {
+        stageLine = "This project's kernel stage tests: not run (--no-stage-tests).";
+    } else if (!ownKernels) {
+        stageLine = "This project's kernel stage tests: not run (//api:impl is " + implLabel +
+                    "; they test //kernels:qsa_kernels' own launchers).";
+    } else if (o.cpuDryRun) {
+        stageLine = "This project's kernel stage tests: not run (CPU dry run: they need a GPU).";
+    } else {
+        for (ContractSpec const& c : stageProperties()) {
+            suites.push_back({"stage properties", c.gpuBinary, {}, {}});
+            stageNames.push_back(c.gpuBinary);
+        }
+        std::istringstream names(kKernelStageTests);
+        for (std::string n; std::getline(names, n);) {
+            if (!n.empty()) {
+                suites.push_back({"kernel stage tests", "kernels/" + n, {}, {}});
+                stageNames.push_back("kernels/" + n);
+            }
+        }
+        stageLine = "Also ran this project's stage tests (//api:impl is //kernels:qsa_kernels):";
+        for (std::string const& n : stageNames) {
+            stageLine += " " + n;
+        }
+        stageLine += ".";
+    }
+    for (SuitePlan& s : suites) {
+        s.exe = locate(layout, s.rel); // a missing binary is a FAIL of its suite, recorded below
     }
     unsigned const cores = std::max(1u, std::thread::hardware_concurrency());
     int const jobsPerGpu =
@@ -533,12 +703,19 @@ int realMain(int argc, char** argv) {
     int const exThreads =
         o.exhaustiveThreads > 0 ? o.exhaustiveThreads : std::max(1, static_cast<int>(cores / gpus.size()));
     if (o.list) {
+        std::printf("implementation under test: %s; judged: %s; budget scale %g (QSA_BUDGET_SCALE)\n",
+                    implLabel.c_str(), sel.describe().c_str(), budgetScale(o.scale));
         for (ContractPlan const& c : plan) {
             std::printf("contract %d (%s): %s\n", c.spec.number, c.spec.name.c_str(), c.exe.c_str());
             for (PropertyPlan const& p : c.properties) {
-                std::printf("  %-52s RC_PARAMS=\"%s\"\n", p.id.c_str(), rcParams(p.cases, p.seed).c_str());
+                std::printf("  %-52s %s RC_PARAMS=\"%s\"%s\n", p.id.c_str(), checks::tags(p.info).c_str(),
+                            rcParams(p.cases, p.seed).c_str(), p.judged ? "" : " NOT JUDGED");
             }
         }
+        for (SuitePlan const& s : suites) {
+            std::printf("%s: %s\n", s.name.c_str(), s.exe.empty() ? ("MISSING " + s.rel).c_str() : s.exe.c_str());
+        }
+        std::printf("%s\n", stageLine.c_str());
         std::printf("exhaustive: %s\n", o.exhaustive ? locate(layout, "tools/exhaustive_primitives").c_str() : "off");
         std::printf("GPUs: %zu, %d jobs per GPU, %d exhaustive threads per GPU, out %s\n", gpus.size(), jobsPerGpu,
                     exThreads, outDir.c_str());
@@ -565,9 +742,10 @@ int realMain(int argc, char** argv) {
     for (ContractPlan const& c : plan) {
         for (PropertyPlan const& p : c.properties) {
             progress.s.casesTotal += p.cases.value_or(0) * static_cast<int64_t>(gpus.size());
-            progress.s.jobsTotal += static_cast<int>(gpus.size());
+            progress.s.jobsTotal += p.judged ? static_cast<int>(gpus.size()) : 0;
         }
     }
+    progress.s.jobsTotal += static_cast<int>(suites.size() * gpus.size());
     if (o.exhaustive) {
         progress.s.jobsTotal += static_cast<int>(gpus.size());
         progress.s.exhaustiveTotal =
@@ -586,17 +764,43 @@ int realMain(int argc, char** argv) {
     struct Job {
         size_t gpu;
         ContractPlan const* contract;
-        PropertyPlan const* property; // null: the exhaustive checks
+        PropertyPlan const* property; // null (and suite null): the exhaustive checks
+        SuitePlan const* suite = nullptr;
     };
+    bool const exhaustiveJudged = sel.judged(checks::lookup("Exhaustive.Primitives"));
     std::vector<std::deque<Job>> queues(gpus.size());
     for (size_t i = 0; i < gpus.size(); ++i) {
-        if (o.exhaustive) {
+        if (o.exhaustive && exhaustiveJudged) {
             queues[i].push_back({i, nullptr, nullptr});
         }
         for (ContractPlan const& c : plan) {
             for (PropertyPlan const& p : c.properties) {
-                queues[i].push_back({i, &c, &p});
+                if (p.judged) {
+                    queues[i].push_back({i, &c, &p});
+                    continue;
+                }
+                // Not selected: never run, never a pass.
+                std::printf("%s\n", checks::notJudgedLine(p.info, sel).c_str());
+                runs[i].properties[p.id] = {{"id", p.id},
+                                            {"seed", p.seed},
+                                            {"level", p.info.level},
+                                            {"profile", p.info.profile},
+                                            {"rc_params", rcParams(p.cases, p.seed)},
+                                            {"verdict", "NOT_JUDGED"},
+                                            {"seconds", 0.0},
+                                            {"failures", json::array()},
+                                            {"fixtures", json::array()}};
             }
+        }
+        for (SuitePlan const& s : suites) {
+            if (s.exe.empty()) {
+                runs[i].suites[s.rel] = {{"name", s.name},
+                                         {"binary", s.rel},
+                                         {"tests", json::array()},
+                                         {"error", s.rel + " not found (runfiles, bundle or --bin-dir)"}};
+                continue;
+            }
+            queues[i].push_back({i, nullptr, nullptr, &s});
         }
     }
     std::mutex qm;
@@ -645,14 +849,23 @@ int realMain(int argc, char** argv) {
                             progress.s.failures += 1;
                         }
                         std::lock_guard<std::mutex> g(resultsMutex);
-                        if (job.property == nullptr) {
+                        if (job.suite != nullptr) {
+                            runs[i].suites[job.suite->rel] = {{"name", job.suite->name},
+                                                              {"binary", job.suite->rel},
+                                                              {"tests", json::array()},
+                                                              {"error", "not run: --time-limit reached"}};
+                        } else if (job.property == nullptr) {
                             runs[i].exhaustive = r;
                         } else {
                             runs[i].properties[job.property->id] = r;
                         }
                         continue;
                     }
-                    if (job.property == nullptr) {
+                    if (job.suite != nullptr) {
+                        json r = runSuite(layout, *job.suite, runs[i], o, sel, progress);
+                        std::lock_guard<std::mutex> g(resultsMutex);
+                        runs[i].suites[job.suite->rel] = r;
+                    } else if (job.property == nullptr) {
                         json r = runExhaustive(layout, runs[i], o, exThreads, progress, i);
                         std::lock_guard<std::mutex> g(resultsMutex);
                         runs[i].exhaustive = r;
@@ -706,7 +919,11 @@ int realMain(int argc, char** argv) {
                       {"exhaustive", o.exhaustive},
                       {"contracts", contractsSel},
                       {"jobs_per_gpu", jobsPerGpu},
-                      {"time_limit_minutes", o.timeLimitMinutes}};
+                      {"time_limit_minutes", o.timeLimitMinutes},
+                      {"budget_scale", budgetScale(o.scale)},
+                      {"levels", selectedLevels(sel)},
+                      {"profile", sel.profile},
+                      {"impl", implLabel}};
     cert["gpus"] = json::array();
     for (GpuRun& run : runs) {
         GpuInfo const& g = run.gpu;
@@ -744,9 +961,28 @@ int realMain(int argc, char** argv) {
             }
             gj["contracts"] = cs;
         }
-        if (o.exhaustive) {
+        if (o.exhaustive && exhaustiveJudged) {
             gj["exhaustive"] = run.exhaustive;
+        } else if (o.exhaustive) {
+            gj["exhaustive"] = {{"verdict", "NOT_JUDGED"}};
         }
+        json coverage = json::array();
+        for (auto const& [id, r] : run.properties) {
+            for (auto const& l : r.value("coverage", json::array())) {
+                coverage.push_back(l);
+            }
+        }
+        json sj = json::array();
+        for (SuitePlan const& s : suites) {
+            json const& r = run.suites[s.rel];
+            for (auto const& l : r.value("coverage", json::array())) {
+                coverage.push_back(l);
+            }
+            sj.push_back(r);
+        }
+        gj["suites"] = sj;
+        gj["coverage"] = coverage;
+        gj["stage_tests_line"] = stageLine;
         cert["gpus"].push_back(gj);
     }
     cert["times"] = {{"started_utc", started}, {"total_seconds", secondsSince(progress.start)}};
@@ -756,9 +992,11 @@ int realMain(int argc, char** argv) {
         std::ofstream(outDir / "certificate.md") << renderMarkdown(cert);
     }
     std::string const verdict = cert["verdict"];
-    std::printf("certify: verdict %s%s\n  %s\n  %s\n", verdict.c_str(),
-                o.cpuDryRun ? " (CPU DRY RUN, not a certificate)" : "", (outDir / "certificate.json").c_str(),
-                (outDir / "certificate.md").c_str());
+    std::string const vline = cert["verdict_line"];
+    std::printf("certify: %s\n", stageLine.c_str());
+    std::printf("certify: verdict %s%s; %s (judged %s, impl %s)\n  %s\n  %s\n", verdict.c_str(),
+                o.cpuDryRun ? " (CPU DRY RUN, not a certificate)" : "", vline.c_str(), sel.describe().c_str(),
+                implLabel.c_str(), (outDir / "certificate.json").c_str(), (outDir / "certificate.md").c_str());
     return verdict == "PASS" ? 0 : 1;
 }
 

@@ -3,8 +3,12 @@
 // function of the build, the machine and the options.
 #include "tools/certify_core.h"
 
+#include "checks/levels.h"
+
 #include <cstdio>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 namespace qsa {
@@ -69,7 +73,9 @@ std::string casesText(json const& v) {
 
 // The first informative line of a failure message: gtest's "file:line" and "Failed" lines are skipped.
 std::string firstLine(std::string const& s) {
-    static std::regex const noise("^(\\S+:[0-9]+:?|Failed|)$");
+    // Also prop.cc's header lines (QSA_CHECK_FAILED, "Suite.Name [level=...]: what", QSA_SEED): level and
+    // profile are in the certificate's own columns.
+    static std::regex const noise("^(\\S+:[0-9]+:?|Failed|QSA_CHECK_FAILED .*|QSA_SEED .*|\\S+ \\[level=.*|)$");
     std::istringstream in(s);
     std::string line;
     while (std::getline(in, line) && std::regex_match(line, noise)) {
@@ -82,45 +88,144 @@ std::string firstLine(std::string const& s) {
 
 } // namespace
 
+namespace {
+
+// Per group of contract section 8: failing checks (id and where) and checks not judged.
+struct Groups {
+    checks::Selection sel;
+    std::map<std::string, std::set<std::string>> failing, notJudged;
+    std::map<std::string, int64_t> judged;
+    void fail(std::string const& level, std::string const& profile, std::string const& what) {
+        checks::CheckInfo c;
+        c.level = level;
+        c.profile = profile;
+        failing[checks::groupOf(c)].insert(what);
+    }
+};
+
+bool groupSelected(checks::Selection const& s, std::string const& g) {
+    return g == "ieee differential" ? s.profile == "ieee" : s.levels.count(g) != 0;
+}
+
+// A property or gtest result: fills level / profile from the registry when absent; NOT_JUDGED stays so.
+void classify(json& p, Groups& g, std::string const& where) {
+    checks::CheckInfo const info = checks::lookup(p.value("id", ""));
+    if (!p.contains("level")) {
+        p["level"] = info.registered() ? info.level : "unregistered";
+        p["profile"] = info.registered() ? info.profile : "unregistered";
+    }
+    std::string const verdict = p.value("verdict", "FAIL");
+    std::string const id = p.value("id", "?") + " (" + where + ")";
+    checks::CheckInfo c;
+    c.level = p["level"].get<std::string>();
+    c.profile = p["profile"].get<std::string>();
+    if (verdict == "NOT_JUDGED") {
+        g.notJudged[checks::groupOf(c)].insert(id);
+        return;
+    }
+    g.judged[checks::groupOf(c)] += 1;
+    if (verdict == "PASS")
+        return;
+    // A failing test that names its failed checks (fixture replay) is counted per check.
+    bool named = false;
+    for (auto const& f : p.value("failed_checks", json::array())) {
+        g.fail(f.value("level", c.level), f.value("profile", c.profile), f.value("id", "?") + " in " + id);
+        named = true;
+    }
+    if (!named)
+        g.fail(c.level, c.profile, id);
+}
+
+} // namespace
+
 void computeVerdicts(json& cert) {
     bool all = cert.contains("gpus") && cert["gpus"].is_array() && !cert["gpus"].empty();
     json const budget = cert.value("budget", json::object());
     bool const wantProps = budget.value("properties", true);
     bool const wantExhaustive = budget.value("exhaustive", true);
+    Groups groups;
+    groups.sel = checks::parseSelection(budget.value("levels", ""), budget.value("profile", ""));
+    bool const exhaustiveJudged = groups.sel.judged(checks::lookup("Exhaustive.Primitives"));
     if (all) {
         for (json& gpu : cert["gpus"]) {
+            std::string const where = "GPU " + std::to_string(gpu.value("index", 0));
             json const sass = gpu.value("sass", json::object());
             bool ok = sass.value("carried", false) || sass.value("ptx_jit_allowed", false);
+            if (!ok)
+                groups.fail("core", "none", "Certify.SassCarried (" + where + ")");
             if (wantProps) {
                 ok = ok && gpu.contains("contracts") && !gpu["contracts"].empty();
                 for (json& c : gpu["contracts"]) {
                     bool cok = c.contains("properties") && !c["properties"].empty();
+                    bool anyJudged = false;
                     int64_t cases = 0;
                     for (json& p : c["properties"]) {
                         if (!p.contains("verdict")) {
                             p["verdict"] = "FAIL";
                         }
+                        classify(p, groups, where);
+                        if (p["verdict"] == "NOT_JUDGED") {
+                            continue;
+                        }
+                        anyJudged = true;
                         cok = cok && isPass(p);
                         if (p.value("cases_run", json()).is_number_integer()) {
                             cases += p["cases_run"].get<int64_t>();
                         }
                     }
                     c["cases_run"] = cases;
-                    c["verdict"] = verdictOf(cok);
+                    c["verdict"] = !anyJudged && cok ? "NOT_JUDGED" : verdictOf(cok);
                     ok = ok && cok;
                 }
             }
-            if (wantExhaustive) {
+            if (!gpu.contains("suites")) {
+                gpu["suites"] = json::array();
+            }
+            for (json& suite : gpu["suites"]) {
+                bool sok = suite.value("error", "").empty();
+                if (!sok)
+                    groups.fail("core", "none", suite.value("name", "?") + " did not run (" + where + ")");
+                for (json& t : suite["tests"]) {
+                    classify(t, groups, where);
+                    sok = sok && (t.value("verdict", "FAIL") == "PASS" || t.value("verdict", "") == "NOT_JUDGED");
+                }
+                suite["verdict"] = verdictOf(sok);
+                ok = ok && sok;
+            }
+            if (wantExhaustive && exhaustiveJudged) {
                 if (!gpu.contains("exhaustive")) {
                     gpu["exhaustive"] = json{{"error", "not run"}};
                 }
                 verdictOfExhaustive(gpu["exhaustive"]);
+                groups.judged["ieee differential"] += 1;
+                if (!isPass(gpu["exhaustive"]))
+                    groups.fail("core", "ieee", "Exhaustive.Primitives (" + where + ")");
                 ok = ok && isPass(gpu["exhaustive"]);
+            } else if (wantExhaustive) {
+                gpu["exhaustive"] = json{{"verdict", "NOT_JUDGED"}};
+                groups.notJudged["ieee differential"].insert("Exhaustive.Primitives (" + where + ")");
             }
             gpu["verdict"] = verdictOf(ok);
             all = all && ok;
         }
     }
+    // Per level and profile (contract section 8).
+    json levels = json::object();
+    std::string line;
+    for (std::string const& g : checks::groups()) {
+        bool const selected = groupSelected(groups.sel, g);
+        size_t const nFail = groups.failing[g].size();
+        // A selected group in which no check ran is not a pass either (e.g. --contracts left it out).
+        std::string const v = !selected ? "NOT JUDGED" : nFail ? "FAIL" : groups.judged[g] ? "PASS" : "NONE RUN";
+        levels[g] = {{"verdict", v},
+                     {"judged_checks", groups.judged[g]},
+                     {"failing", json(groups.failing[g])},
+                     {"not_judged", json(groups.notJudged[g])}};
+        line += (line.empty() ? "" : ", ") + g + ": " + v +
+                (nFail ? " (" + std::to_string(nFail) + (nFail == 1 ? " check)" : " checks)") : "");
+    }
+    cert["levels"] = levels;
+    cert["verdict_line"] = line;
     cert["verdict"] = verdictOf(all);
 }
 
@@ -151,7 +256,19 @@ std::string renderMarkdown(json const& cert) {
     md << "| compiled PTX | " << joinArchs(build.value("ptx_archs", json::array()), "compute_") << " |\n";
     md << "| budget | scale " << budget.value("scale", 1.0) << ", base seed " << budget.value("base_seed", uint64_t(0))
        << ", exhaustive " << (budget.value("exhaustive", true) ? "yes" : "no") << " |\n";
+    md << "| judged | " << budget.value("levels", "core,hardened") << ", profile " << budget.value("profile", "ieee")
+       << " (QSA_LEVELS / QSA_PROFILE) |\n";
+    md << "| implementation under test | `" << budget.value("impl", "unknown") << "` |\n";
     md << "| GPUs certified | " << cert.value("gpus", json::array()).size() << " |\n\n";
+    md << "**Per level and profile (contract section 8): " << cert.value("verdict_line", "?") << "**\n\n";
+    json const levels = cert.value("levels", json::object()); // items() must not outlive it
+    for (auto const& [g, v] : levels.items()) {
+        for (auto const& f : v.value("failing", json::array()))
+            md << "- " << g << " FAIL: " << f.get<std::string>() << "\n";
+        for (auto const& f : v.value("not_judged", json::array()))
+            md << "- " << g << " not judged: " << f.get<std::string>() << "\n";
+    }
+    md << "\n";
 
     std::ostringstream failures;
     for (json const& gpu : cert.value("gpus", json::array())) {
@@ -172,17 +289,20 @@ std::string renderMarkdown(json const& cert) {
                 md << "| " << c.value("number", 0) << ". " << c.value("name", "?") << " | "
                    << c.value("verdict", "FAIL") << " | " << c.value("cases_run", 0) << " | " << seconds(c) << " |\n";
             }
-            md << "\n| property | cases | seed | verdict | seconds |\n|---|---|---|---|---|\n";
+            md << "\n| property | level | profile | cases | seed | verdict | seconds "
+                  "|\n|---|---|---|---|---|---|---|\n";
             for (json const& c : gpu["contracts"]) {
                 for (json const& p : c.value("properties", json::array())) {
-                    md << "| " << p.value("id", "?") << " | " << casesText(p.value("cases_run", json())) << " | "
+                    md << "| " << p.value("id", "?") << " | " << p.value("level", "?") << " | "
+                       << p.value("profile", "?") << " | " << casesText(p.value("cases_run", json())) << " | "
                        << p.value("seed", uint64_t(0)) << " | " << p.value("verdict", "FAIL") << " | " << seconds(p)
                        << " |\n";
-                    if (isPass(p)) {
+                    if (isPass(p) || p.value("verdict", "") == "NOT_JUDGED") {
                         continue;
                     }
                     failures << "- GPU " << idx << ", contract " << c.value("number", 0) << ", `" << p.value("id", "?")
-                             << "` (`RC_PARAMS=\"" << p.value("rc_params", "") << "\"`)\n";
+                             << "` [level=" << p.value("level", "?") << " profile=" << p.value("profile", "?")
+                             << "] (`RC_PARAMS=\"" << p.value("rc_params", "") << "\"`)\n";
                     for (auto const& f : p.value("failures", json::array())) {
                         failures << "  - " << firstLine(f.get<std::string>()) << "\n";
                     }
@@ -194,7 +314,36 @@ std::string renderMarkdown(json const& cert) {
             }
             md << "\n";
         }
-        if (gpu.contains("exhaustive")) {
+        for (json const& suite : gpu.value("suites", json::array())) {
+            md << suite.value("name", "?") << " (`" << suite.value("binary", "?")
+               << "`): " << suite.value("verdict", "FAIL") << ", " << suite.value("tests", json::array()).size()
+               << " tests, " << seconds(suite) << " s\n\n";
+            if (!suite.value("error", "").empty())
+                failures << "- GPU " << idx << ", " << suite.value("name", "?") << ": " << suite.value("error", "")
+                         << "\n";
+            for (json const& t : suite.value("tests", json::array())) {
+                if (t.value("verdict", "") == "FAIL") {
+                    failures << "- GPU " << idx << ", " << suite.value("name", "?") << ", `" << t.value("id", "?")
+                             << "` [level=" << t.value("level", "?") << " profile=" << t.value("profile", "?") << "]\n";
+                    for (auto const& f : t.value("failed_checks", json::array()))
+                        failures << "  - failed check " << f.value("id", "?") << " [level=" << f.value("level", "?")
+                                 << " profile=" << f.value("profile", "?") << "]\n";
+                    for (auto const& f : t.value("failures", json::array()))
+                        failures << "  - " << firstLine(f.get<std::string>()) << "\n";
+                }
+            }
+        }
+        if (!gpu.value("stage_tests_line", "").empty())
+            md << gpu.value("stage_tests_line", "") << "\n\n";
+        if (!gpu.value("coverage", json::array()).empty()) {
+            md << "Coverage (QSA_COVERAGE lines of the children):\n\n```\n";
+            for (auto const& l : gpu["coverage"])
+                md << l.get<std::string>() << "\n";
+            md << "```\n\n";
+        }
+        if (gpu.contains("exhaustive") && gpu["exhaustive"].value("verdict", "") == "NOT_JUDGED") {
+            md << "Exhaustive scalar checks: NOT JUDGED (profile ieee not selected)\n\n";
+        } else if (gpu.contains("exhaustive")) {
             json const& ex = gpu["exhaustive"];
             md << "Exhaustive scalar checks (device vs reference, bit for bit): " << ex.value("verdict", "FAIL") << ", "
                << seconds(ex) << " s\n\n";

@@ -55,14 +55,18 @@ TEST(Plan, EightContractsInOrder) {
         EXPECT_EQ(contracts()[i].number, static_cast<int>(i) + 1);
     }
     EXPECT_EQ(contracts()[0].test, "differential_test");
+    EXPECT_EQ(contracts()[0].gpuBinary, "properties/differential_test_gpu");
     EXPECT_EQ(contracts()[7].test, "workspace_test");
+    EXPECT_EQ(contracts()[2].levels, (std::vector<std::string>{"core", "hardened"}));
+    // The stage properties come from the same list (properties/contracts.bzl), GPU only.
+    ASSERT_EQ(stageProperties().size(), 2u);
+    EXPECT_EQ(stageProperties()[0].gpuBinary, "properties/differential_stages_test");
+    EXPECT_TRUE(stageProperties()[0].stage);
 }
 
-TEST(Plan, BudgetsScaleAndUnknownPropertiesKeepTheirDefault) {
-    EXPECT_EQ(budgetCases("Differential.PrefillMatchesReference", 1.0), 160);
-    EXPECT_EQ(budgetCases("Differential.PrefillMatchesReference", 0.5), 80);
-    EXPECT_EQ(budgetCases("PrefillDecode.TiesAtTheSelectionThreshold", 0.01), 1); // never below one case
-    EXPECT_FALSE(budgetCases("Nope.NotAProperty", 1.0).has_value());
+TEST(Plan, OneBudgetFactor) {
+    EXPECT_EQ(budgetScale(1.0), kCertifyBudgetFactor);
+    EXPECT_EQ(budgetScale(0.5), kCertifyBudgetFactor / 2);
     EXPECT_EQ(rcParams(160, 42), "max_success=160 seed=42");
     EXPECT_EQ(rcParams(std::nullopt, 42), "seed=42");
 }
@@ -160,6 +164,10 @@ TEST(Progress, LineHasCasesRateAndEta) {
     EXPECT_NE(formatProgress(s, 0).find("FAILURES 2"), std::string::npos);
     ProgressSnapshot zero;
     EXPECT_NE(formatProgress(zero, 0).find("ETA --"), std::string::npos);
+    ProgressSnapshot jobs; // budgets as one factor: no planned case counts, finished jobs measure the work
+    jobs.jobsDone = 5;
+    jobs.jobsTotal = 10;
+    EXPECT_NEAR(workFraction(jobs), 0.5, 1e-9);
 }
 
 std::optional<Options> parse(std::vector<char const*> args) {
@@ -204,7 +212,7 @@ TEST(Args, BadArgumentsThrow) {
 
 // A certificate as certify_main.cc builds it, for one GPU.
 json sampleCertificate() {
-    json prop = {{"id", "Padding.A"},
+    json prop = {{"id", "Padding.PaddedRowsAllMinusOneAndPoisonIgnored"},
                  {"seed", uint64_t(4000000000u)},
                  {"rc_params", "max_success=4 seed=11"},
                  {"cases_planned", 4},
@@ -333,8 +341,10 @@ TEST(Render, MarkdownNamesEverythingAReviewerNeeds) {
     for (char const* s :
          {"# QSA indexer certificate: PASS", "`abc` (env)", "| CUDA runtime (cudaRuntimeGetVersion) | 13.0",
           "580.159.04 (CUDA 13.0)", "sm_80, sm_90", "compute_90", "## GPU 0: NVIDIA H200 (sm_90): PASS",
-          "carries SASS for sm_90", "| 3. padding | PASS | 4 |", "| Padding.A | 4 | 4000000000 | PASS |",
-          "| rsqrt_rn | `f` | 4294967296 | 0 |", "| half_to_float | `f` | 65536 | 0 |", "## Failures\n\nNone."}) {
+          "carries SASS for sm_90", "| 3. padding | PASS | 4 |",
+          "| Padding.PaddedRowsAllMinusOneAndPoisonIgnored | core | none | 4 | 4000000000 | PASS |",
+          "core: PASS, hardened: NONE RUN, ieee differential: PASS", "| rsqrt_rn | `f` | 4294967296 | 0 |",
+          "| half_to_float | `f` | 65536 | 0 |", "## Failures\n\nNone."}) {
         EXPECT_NE(md.find(s), std::string::npos) << "missing: " << s << "\n" << md;
     }
     json f = sampleCertificate();
@@ -348,6 +358,80 @@ TEST(Render, MarkdownNamesEverythingAReviewerNeeds) {
     EXPECT_NE(fmd.find("  - Falsifiable after 3 tests and 2 shrinks\n"), std::string::npos) << fmd;
     EXPECT_NE(fmd.find("fixture: `/c/gpu0/outputs/Padding.A/captured/prop_padding_a`"), std::string::npos);
     EXPECT_NE(fmd.find("RC_PARAMS=\"max_success=4 seed=11\""), std::string::npos);
+}
+
+// Contract section 8: one verdict per level and per profile; what QSA_LEVELS / QSA_PROFILE drop is NOT JUDGED.
+TEST(Verdicts, PerLevelAndProfile) {
+    json c = sampleCertificate();
+    json& props = c["gpus"][0]["contracts"][0]["properties"];
+    json hard = props[0];
+    hard["id"] = "Padding.InvalidDecodeRowsAreInert";
+    hard["verdict"] = "FAIL";
+    json hard2 = hard;
+    hard2["id"] = "Padding.ContextLengthsOutsideRangeActClamped";
+    json ieee = props[0];
+    ieee["id"] = "Differential.PrefillMatchesReference";
+    ieee["verdict"] = "FAIL";
+    props.push_back(hard);
+    props.push_back(hard2);
+    props.push_back(ieee);
+    computeVerdicts(c);
+    EXPECT_EQ(c["verdict_line"], "core: PASS, hardened: FAIL (2 checks), ieee differential: FAIL (1 check)");
+    EXPECT_EQ(c["levels"]["core"]["verdict"], "PASS");
+    EXPECT_EQ(c["verdict"], "FAIL");
+    EXPECT_EQ(props[1]["level"], "hardened");
+    std::string const md = renderMarkdown(c);
+    EXPECT_NE(md.find("`Padding.InvalidDecodeRowsAreInert` [level=hardened profile=none]"), std::string::npos) << md;
+
+    // Judging only core without a profile: the hardened and ieee checks are NOT_JUDGED (never a pass).
+    json k = sampleCertificate();
+    k["budget"]["levels"] = "core";
+    k["budget"]["profile"] = "none";
+    k["gpus"][0]["exhaustive"] = {{"verdict", "NOT_JUDGED"}};
+    hard["verdict"] = "NOT_JUDGED";
+    k["gpus"][0]["contracts"][0]["properties"].push_back(hard);
+    computeVerdicts(k);
+    EXPECT_EQ(k["verdict_line"], "core: PASS, hardened: NOT JUDGED, ieee differential: NOT JUDGED");
+    EXPECT_EQ(k["verdict"], "PASS");
+    EXPECT_EQ(k["levels"]["hardened"]["not_judged"].size(), 1u);
+
+    // A fixture replay suite counts each failed check it names in its level / profile.
+    json s = sampleCertificate();
+    s["gpus"][0]["suites"] =
+        json::array({{{"name", "fixture replay"},
+                      {"binary", "fixtures/replay_gpu_test"},
+                      {"tests", json::array({{{"id", "Replay.x"},
+                                              {"level", "per check"},
+                                              {"profile", "per check"},
+                                              {"verdict", "FAIL"},
+                                              {"failed_checks", json::array({{{"id", "Fixture.InvalidDecodeRows"},
+                                                                              {"level", "hardened"},
+                                                                              {"profile", "none"}}})}}})}}});
+    computeVerdicts(s);
+    EXPECT_EQ(s["verdict_line"], "core: PASS, hardened: FAIL (1 check), ieee differential: PASS");
+}
+
+TEST(Parsers, FailedChecksSeedLinesAndCoverage) {
+    std::string const out = "x\nQSA_CHECK_FAILED Fixture.Layout level=core profile=none contract=2 fixture=a: t\n"
+                            "QSA_CHECK_FAILED Fixture.Layout level=core profile=none contract=2 fixture=a: t\n"
+                            "QSA_SEED Layout.PrefillRowsObeyK4 base=1 shard=0/1 seed=1 cases=17 of 17 (...)\n"
+                            "  QSA_COVERAGE Layout.PrefillRowsObeyK4 nVis>512=3/17\n";
+    std::vector<FailedCheck> const f = parseFailedChecks(out);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].id, "Fixture.Layout");
+    EXPECT_EQ(f[0].level, "core");
+    EXPECT_EQ(parseSeedLineCases(out, "Layout.PrefillRowsObeyK4"), 17);
+    EXPECT_FALSE(parseSeedLineCases(out, "Layout.DecodeRowsObeyK4").has_value());
+    EXPECT_EQ(linesStartingWith(out, "QSA_COVERAGE "),
+              std::vector<std::string>{"QSA_COVERAGE Layout.PrefillRowsObeyK4 nVis>512=3/17"});
+    std::string const j = R"({"testsuites":[{"name":"S","testsuite":[{"name":"a","status":"RUN","result":"COMPLETED"},
+        {"name":"b","status":"RUN","result":"SKIPPED"},{"name":"c","status":"RUN","result":"COMPLETED",
+        "failures":[{"failure":"boom"}]}]}]})";
+    std::vector<GtestTest> const t = parseGtestJsonAll(j);
+    ASSERT_EQ(t.size(), 3u);
+    EXPECT_EQ(t[0].status, "PASS");
+    EXPECT_EQ(t[1].status, "SKIPPED");
+    EXPECT_EQ(t[2].status, "FAIL");
 }
 
 } // namespace

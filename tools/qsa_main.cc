@@ -148,7 +148,9 @@ int cmdDiff(std::string const& a, std::string const& b) {
 
 int cmdReplay(std::string const& impl, std::vector<std::string> const& dirs, bool verbose) {
     Impl fn = implByName(impl);
-    int bad = 0;
+    // What is judged: QSA_LEVELS / QSA_PROFILE (contract section 8; README "Levels and profiles").
+    qsa::checks::Selection const sel = qsa::checks::selectionFromEnv();
+    int bad = 0, notJudged = 0, unjudgedChecks = 0;
     for (std::string const& d : dirs) {
         Fixture f;
         try {
@@ -158,15 +160,28 @@ int cmdReplay(std::string const& impl, std::vector<std::string> const& dirs, boo
             ++bad;
             continue;
         }
-        ReplayResult r = replay(f, fn);
-        std::cout << (r.pass ? "PASS " : "FAIL ") << d << (r.pass ? "" : ": " + r.summary) << "\n";
+        ReplayResult r = replay(f, fn, sel);
+        if (!r.anyJudged) {
+            ++notJudged;
+            std::cout << "NOT_JUDGED " << d << " (inputs level " << r.inputLevel << ")\n";
+        } else {
+            std::cout << (r.pass ? "PASS " : "FAIL ") << d << (r.pass ? "" : ": " + r.summary) << "\n";
+        }
+        for (std::string const& line : r.lines(d)) {
+            unjudgedChecks += line.rfind("QSA_NOT_JUDGED", 0) == 0;
+            std::cout << "  " << line << "\n";
+        }
         if (!r.pass) {
             ++bad;
             if (verbose)
                 std::cout << r.report;
         }
     }
-    std::cout << dirs.size() - bad << " of " << dirs.size() << " fixtures pass (impl=" << impl << ")\n";
+    std::cout << dirs.size() - bad - notJudged << " of " << dirs.size() << " fixtures pass (impl=" << impl << ")";
+    if (notJudged || unjudgedChecks)
+        std::cout << "; " << notJudged << " fixtures and " << unjudgedChecks << " checks not judged (" << sel.describe()
+                  << ")";
+    std::cout << "\n";
     return bad ? 1 : 0;
 }
 

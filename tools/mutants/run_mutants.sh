@@ -36,17 +36,12 @@ STAGE_ORDER=(
     kernels/decode_prep_test
     kernels/decode_scores_test
 )
-PROPS_ORDER=(
-    properties/mutant_regressions_test_gpu
-    properties/layout_test_gpu
-    properties/differential_test_gpu
-    properties/pool_hygiene_test_gpu
-    properties/padding_test_gpu
-    properties/prefill_decode_test_gpu
-    properties/batch_invariance_test_gpu
-    properties/determinism_test_gpu
-    properties/workspace_test_gpu
-)
+# The property binaries come from properties/contracts.bzl (THE contract list, field mutant_rank) through the
+# generated contracts.tsv: `build` builds it and ships it in the bundle, `run` reads it from there.
+PROPS_ORDER=()
+props_order() { # contracts.tsv -> gpu binaries with mutant_rank >= 0, by rank
+    awk -F'\t' '$6 >= 0 {print $6 "\t" $5}' "$1" | sort -n | cut -f2
+}
 PIPELINE_ORDER=(
     kernels/decode_pipeline_test
     kernels/prefill_pipeline_test
@@ -77,6 +72,11 @@ WRAP
     chmod +x "$wrap/bazel"
     local full="$out/.full" b
     rm -rf "$full"
+    PATH="$wrap:$PATH" bazel build --//kernels:enable_mutants=true //properties:contracts_tsv || die "bazel build failed"
+    local tsv
+    tsv="$(PATH="$wrap:$PATH" bazel info --//kernels:enable_mutants=true bazel-bin 2>/dev/null)/properties/contracts.tsv"
+    mapfile -t PROPS_ORDER < <(props_order "$tsv")
+    ((${#PROPS_ORDER[@]} > 0)) || die "no property binaries in $tsv"
     # MUT_DIRECT=1 skips gpu_bundle.sh (which also builds every gpu tool of the repo) and builds only the suite.
     if [[ ${MUT_DIRECT:-0} == 1 ]] || ! PATH="$wrap:$PATH" tools/gpu_bundle.sh "$full" --//kernels:enable_mutants=true; then
         # gpu_bundle.sh builds every gpu target of the repo; one broken unrelated target (a tool, a fixture
@@ -103,7 +103,8 @@ WRAP
     done
     cp "$full/COMMIT" "$out/COMMIT"
     git -C "$repo" diff --quiet HEAD -- kernels properties || echo "dirty" >>"$out/COMMIT"
-    cp "$here/run_mutants.sh" "$here/catalog.tsv" "$out/"
+    cp "$here/run_mutants.sh" "$here/catalog.tsv" "$tsv" "$out/"
+    chmod u+w "$out/contracts.tsv"
     rm -rf "$full"
     # The device tool carries at most 64 MiB: the stripped binaries share most bytes (kernels, CUB, gtest,
     # RapidCheck), so one xz stream of them is ~8x smaller. `run` unpacks it when bin/ is absent.
@@ -184,7 +185,7 @@ cmd_run() {
     if [[ ! -d $bundle/bin && -f $bundle/bin.tar.xz ]]; then
         local unpack
         unpack=$(mktemp -d)
-        cp "$bundle"/run_mutants.sh "$bundle"/catalog.tsv "$bundle"/COMMIT "$unpack"/
+        cp "$bundle"/run_mutants.sh "$bundle"/catalog.tsv "$bundle"/contracts.tsv "$bundle"/COMMIT "$unpack"/
         xz -dc "$bundle/bin.tar.xz" | tar -C "$unpack" -xf - || die "cannot unpack $bundle/bin.tar.xz"
         bundle=$unpack
     fi
@@ -194,6 +195,8 @@ cmd_run() {
     if ((${#ids[@]} == 0)); then
         mapfile -t ids < <(awk -F'\t' '!/^#/ && NF >= 2 {print $1}' "$bundle/catalog.tsv")
     fi
+    [[ -f $bundle/contracts.tsv ]] || die "$bundle has no contracts.tsv (rebuild it with run_mutants.sh build)"
+    mapfile -t PROPS_ORDER < <(props_order "$bundle/contracts.tsv")
     # A binary missing from the bundle is dropped from the order, loudly (never counted as a kill).
     local keep=() b
     for b in "${STAGE_ORDER[@]}"; do [[ -x $bundle/bin/${b//\//__} ]] && keep+=("$b") || echo "run_mutants: MISSING $b" >&2; done
