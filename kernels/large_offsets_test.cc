@@ -67,7 +67,7 @@ void fillInputs(std::vector<uint16_t>& qk) {
 
 template <typename E>
 std::vector<E> downloadRange(E const* dev, int64_t offset, int64_t count) {
-    std::vector<E> h(size_t(count));
+    std::vector<E> h(static_cast<size_t>(count));
     KT_CUDA(cudaMemcpy(h.data(), dev + offset, size_t(count) * sizeof(E), cudaMemcpyDeviceToHost));
     return h;
 }
