@@ -18,7 +18,7 @@
 # the binary exits 0, the tool printed its summary line ("ERROR SUMMARY: N errors"; racecheck
 # "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)") and every count in it is 0. A pair that
 # runs past PAIR_TIMEOUT (default 150 s, the budgets below aim at < 120 s) FAILS with "timeout": a
-# finding the tool never printed is not a pass. The budgets (RC_PARAMS, QSA_PROP_BUDGET=sanitizer,
+# finding the tool never printed is not a pass. DEADLINE (default 570 s) bounds the whole mode. The budgets (RC_PARAMS, QSA_PROP_BUDGET=sanitizer,
 # gtest filters) live in sanitize_budget() below, one place, with the reason for each exclusion; change
 # them there. Large tests never run under a sanitizer (20 GB and hours).
 set -uo pipefail
@@ -144,6 +144,10 @@ for t in "${tools[@]}"; do
     esac
 done
 pair_timeout=${PAIR_TIMEOUT:-150}
+# DEADLINE (seconds, default 570): the whole mode ends within it, so that one 10-minute device call always
+# returns its lines. A pair gets min(PAIR_TIMEOUT, time left - 5 s); a pair not started by then FAILS as
+# "not run: deadline" (never silently dropped).
+deadline=${DEADLINE:-570}
 
 # Budget of one (tool, binary) pair: prints "RC_PARAMS<TAB>GTEST_FILTER". Measured aim: < 120 s each on one
 # H200 with 6 pairs sharing it. Property binaries: 2 RapidCheck cases with the small (CPU-sized) generator
@@ -197,8 +201,8 @@ mkdir -p "$sanlogs"
 : >"$results"
 
 # One (tool, binary) pair; appends its line to $results and prints it.
-run_pair() { # tool path
-    local tool=$1 path=$2 budget rc_params gfilter log extra=() start ms rc errors hazards found verdict note=""
+run_pair() { # tool path timeout
+    local tool=$1 path=$2 limit=$3 budget rc_params gfilter log extra=() start ms rc errors hazards found verdict note=""
     budget=$(sanitize_budget "$tool" "$path")
     rc_params=${budget%%$'\t'*}
     gfilter=${budget#*$'\t'}
@@ -207,13 +211,13 @@ run_pair() { # tool path
     [[ $tool == racecheck ]] && extra=(--racecheck-report all)
     start=$(date +%s%N)
     RC_PARAMS=$rc_params QSA_PROP_BUDGET=sanitizer GTEST_FILTER=$gfilter \
-        run_binary "$path" "$log" timeout -k 10 "$pair_timeout" \
+        run_binary "$path" "$log" timeout -k 10 "$limit" \
         compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 50 "${extra[@]}" "$here/tests/$path"
     rc=$?
     ms=$((($(date +%s%N) - start) / 1000000))
     read -r errors hazards found < <(parse_summary "$tool" "$log")
     if ((rc == 124 || rc == 137)); then
-        note="timeout after ${pair_timeout} s"
+        note="timeout after ${limit} s"
     elif ((found == 0)); then
         note="no sanitizer summary in the log (rc $rc)"
     elif ((rc == 99)); then
@@ -232,16 +236,32 @@ run_pair() { # tool path
 }
 
 echo "run_all --sanitize $sanitize: ${#selected[@]} binaries x ${#tools[@]} tools, $jobs at a time," \
-    "pair timeout ${pair_timeout} s (commit $commit)"
+    "pair timeout ${pair_timeout} s, deadline ${deadline} s (commit $commit)"
 start_all=$(date +%s)
+# Longest first (shorter makespan): racecheck pairs, then the others in the order given; within a tool the
+# property and pipeline binaries (the slow ones) before the stage tests.
+ordered_tools=()
+for t in "${tools[@]}"; do [[ $t == racecheck ]] && ordered_tools+=("$t"); done
+for t in "${tools[@]}"; do [[ $t != racecheck ]] && ordered_tools+=("$t"); done
+ordered_paths=()
+for p in "${selected[@]}"; do [[ $p == properties/* || $p == *pipeline* ]] && ordered_paths+=("$p"); done
+for p in "${selected[@]}"; do [[ $p == properties/* || $p == *pipeline* ]] || ordered_paths+=("$p"); done
 running=0
-for tool in "${tools[@]}"; do
-    for path in "${selected[@]}"; do
+for tool in "${ordered_tools[@]}"; do
+    for path in "${ordered_paths[@]}"; do
         if ((running >= jobs)); then
             wait -n
             running=$((running - 1))
         fi
-        run_pair "$tool" "$path" &
+        left=$((deadline - ($(date +%s) - start_all) - 5))
+        if ((left < 20)); then
+            line=$(printf '%-9s %-48s errors=%-4s hazards=%-4s %6d.%01d s  %s' "$tool" "$path" "?" "?" 0 0 \
+                "FAIL  (not run: DEADLINE ${deadline} s reached)")
+            echo "$line"
+            echo "$line" >>"$results"
+            continue
+        fi
+        run_pair "$tool" "$path" $((left < pair_timeout ? left : pair_timeout)) &
         running=$((running + 1))
     done
 done
