@@ -5,6 +5,7 @@
 // ctx / 4 > maxBlocks, floor: contract section 5) write zero qNormed and no pool cell.
 #include "kernels/qsaCommon.cuh"
 #include "kernels/qsaPrepDevice.cuh"
+#include "kernels/qsaTestHooks.h"
 
 namespace trt_edgellm {
 namespace kernel {
@@ -94,8 +95,10 @@ void launchQsaDecodePrep(T* qNormed, T const* indexQk, float const* cosSin, int3
     checkPoolState(fn, poolState);
     requirePositive(fn, "batchSize", batchSize);
     requirePositive(fn, "maxBlocks", maxBlocks);
-    decodePrepKernel<T><<<batchSize, 160, 0, stream>>>(qNormed, indexQk, cosSin, contextLengths, wQ, wK, rmsEps,
-                                                       toPoolDev(poolState), maxBlocks);
+    // + 0 threads, or an invalid > 1024 under the failed-launch test hook (kernels/qsaTestHooks.h).
+    unsigned const threads = 160u + qsa_test::invalidLaunchExtraThreads();
+    decodePrepKernel<T><<<batchSize, threads, 0, stream>>>(qNormed, indexQk, cosSin, contextLengths, wQ, wK, rmsEps,
+                                                           toPoolDev(poolState), maxBlocks);
     checkLaunch(fn);
 }
 

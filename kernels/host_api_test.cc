@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kernels/qsaIndexerRunner.h"
 #include "reference/qsaReference.h"
@@ -106,6 +108,60 @@ TEST(HostApi, PrefillRejectsNullAndNonPositiveBeforeTheDevice) {
     expectMentions(run(a.outIdx, nullptr, 1, 8), {"runQsaIndexerPrefill", "indexQk"});
     expectMentions(run(a.outIdx, a.indexQk, 0, 8), {"runQsaIndexerPrefill", "batchSize"});
     expectMentions(run(a.outIdx, a.indexQk, 1, -2), {"runQsaIndexerPrefill", "seqLen"});
+}
+
+// Pointers below the natural alignment of their element type (T: 2 bytes, float / int32: 4) would fault on
+// the GPU: each runner refuses them on the host, naming the function and the argument (issue 14). The
+// GPU test //kernels:alignment_test checks that naturally aligned pointers give bit-identical results.
+TEST(HostApi, PointersBelowNaturalAlignmentThrowBeforeTheDevice) {
+    FakeDecodeArgs a;
+    struct Args {
+        int32_t* out;
+        Half const* qk;
+        float const* cs;
+        int32_t const* ctx;
+        Half const* wQ;
+        Half const* wK;
+        kn::QsaIndexerPoolState pool;
+        int32_t* split;
+    };
+    Args const good{a.outIdx, a.indexQk, a.cosSin, a.ctx,
+                    a.w,      a.w,       a.pool,   reinterpret_cast<int32_t*>(a.storage + 768)};
+    auto off = [](auto* p, int bytes) {
+        using P = decltype(p);
+        return reinterpret_cast<P>(reinterpret_cast<uintptr_t>(p) + bytes);
+    };
+    std::vector<std::pair<char const*, Args>> cases;
+    auto add = [&](char const* name, auto mut) {
+        Args x = good;
+        mut(x);
+        cases.emplace_back(name, x);
+    };
+    add("outIdx", [&](Args& x) { x.out = off(x.out, 2); });
+    add("indexQk", [&](Args& x) { x.qk = off(x.qk, 1); });
+    add("cosSin", [&](Args& x) { x.cs = off(x.cs, 2); });
+    add("contextLengths", [&](Args& x) { x.ctx = off(x.ctx, 2); });
+    add("wQ", [&](Args& x) { x.wQ = off(x.wQ, 1); });
+    add("wK", [&](Args& x) { x.wK = off(x.wK, 1); });
+    add("poolState.poolPtr", [&](Args& x) { x.pool.poolPtr = off(static_cast<char*>(x.pool.poolPtr), 1); });
+    add("poolState.pageTable", [&](Args& x) { x.pool.pageTable = off(x.pool.pageTable, 2); });
+    add("splitCounters", [&](Args& x) { x.split = off(x.split, 2); });
+    size_t const need = qsa::ref::decodeWorkspaceBytes(2, 8);
+    for (auto const& [name, x] : cases) {
+        SCOPED_TRACE(name);
+        expectMentions(thrownMessage([&] {
+                           kn::runQsaIndexerDecode<Half>(x.out, x.qk, x.cs, x.ctx, x.wQ, x.wK, 1e-6f, x.pool, x.split,
+                                                         a.workspace, need, 2, 8, nullptr);
+                       }),
+                       {"runQsaIndexerDecode", name, "aligned"});
+        if (std::string(name) == "splitCounters")
+            continue; // not an argument of prefill
+        expectMentions(thrownMessage([&] {
+                           kn::runQsaIndexerPrefill<Half>(x.out, x.qk, x.cs, x.ctx, x.wQ, x.wK, 1e-6f, a.workspace,
+                                                          1 << 20, 1, 8, &x.pool, nullptr);
+                       }),
+                       {"runQsaIndexerPrefill", name, "aligned"});
+    }
 }
 
 } // namespace

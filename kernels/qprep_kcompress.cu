@@ -3,6 +3,7 @@
 // so warpSum is the butterfly itself (shuffles, p[l] + p[l ^ m]).
 #include "kernels/qsaCommon.cuh"
 #include "kernels/qsaPrepDevice.cuh"
+#include "kernels/qsaTestHooks.h"
 
 namespace trt_edgellm {
 namespace kernel {
@@ -151,8 +152,10 @@ void launchQsaQPrep(T* qNormed, T const* indexQk, float const* cosSin, int32_t c
     requirePositive(fn, "batchSize", batchSize);
     requirePositive(fn, "seqLen", seqLen);
     int64_t const rows = static_cast<int64_t>(batchSize) * seqLen;
-    qPrepKernel<T>
-        <<<gridFor(rows, 1), 128, 0, stream>>>(qNormed, indexQk, cosSin, contextLengths, wQ, rmsEps, batchSize, seqLen);
+    // + 0 threads, or an invalid > 1024 under the failed-launch test hook (kernels/qsaTestHooks.h).
+    unsigned const threads = 128u + qsa_test::invalidLaunchExtraThreads();
+    qPrepKernel<T><<<gridFor(rows, 1), threads, 0, stream>>>(qNormed, indexQk, cosSin, contextLengths, wQ, rmsEps,
+                                                             batchSize, seqLen);
     checkLaunch(fn);
 }
 

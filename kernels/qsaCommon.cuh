@@ -181,7 +181,9 @@ __device__ __forceinline__ int64_t poolTailOffset(PoolDev const& p, int64_t b, i
     int32_t const page =
         p.pageTable[(b * 2 + plane) * p.maxPagesPerSeq + slot] + ((QSA_MUTANT(27) && plane == 1) ? p.numPages : 0);
     int64_t const lo = plane == 0 ? 0 : static_cast<int64_t>(p.numPages);
-    if (QSA_MUTANT(28) ? page >= lo + p.numPages : (page < lo || page >= lo + p.numPages)) {
+    if (QSA_MUTANT(28)   ? page >= lo + p.numPages
+        : QSA_MUTANT(36) ? page < lo
+                         : (page < lo || page >= lo + p.numPages)) {
         return -1;
     }
     return ((static_cast<int64_t>(page) * kQSA_TOKENS_PER_PAGE + (token & 127)) * p.numKVHeads) * p.poolHeadDim +

@@ -3,6 +3,7 @@
 // No allocation, no CUB, no host synchronization: safe to capture in a CUDA graph.
 #include "kernels/qsaCommon.cuh"
 #include "kernels/qsaInternal.h"
+#include "kernels/qsaRunnerGuard.h"
 
 namespace trt_edgellm {
 namespace kernel {
@@ -33,11 +34,13 @@ size_t getQsaIndexerDecodeWorkspaceSize(int32_t maxBatchSize, int32_t maxBlocks)
     return decodeLayout(maxBatchSize, maxBlocks).total;
 }
 
+namespace {
+
+// The pipeline; runQsaIndexerDecode (below) adds the alignment checks and names launcher errors.
 template <typename T>
-void runQsaIndexerDecode(int32_t* outIdx, T const* indexQk, float const* cosSin, int32_t const* contextLengths,
-                         T const* wQ, T const* wK, float rmsEps, QsaIndexerPoolState const& poolState,
-                         int32_t* splitCounters, void* workspace, size_t workspaceBytes, int32_t batchSize,
-                         int32_t maxBlocks, cudaStream_t stream) {
+void decodePipeline(int32_t* outIdx, T const* indexQk, float const* cosSin, int32_t const* contextLengths, T const* wQ,
+                    T const* wK, float rmsEps, QsaIndexerPoolState const& poolState, int32_t* splitCounters,
+                    void* workspace, size_t workspaceBytes, int32_t batchSize, int32_t maxBlocks, cudaStream_t stream) {
     char const* fn = "runQsaIndexerDecode";
     requirePtr(fn, "outIdx", outIdx);
     requirePtr(fn, "indexQk", indexQk);
@@ -70,6 +73,29 @@ void runQsaIndexerDecode(int32_t* outIdx, T const* indexQk, float const* cosSin,
     }
     launchDecodeSelectImpl(fn, outIdx, logits, contextLengths, zeroed, poolState.numKVHeads, batchSize, maxBlocks,
                            stream);
+}
+
+} // namespace
+
+template <typename T>
+void runQsaIndexerDecode(int32_t* outIdx, T const* indexQk, float const* cosSin, int32_t const* contextLengths,
+                         T const* wQ, T const* wK, float rmsEps, QsaIndexerPoolState const& poolState,
+                         int32_t* splitCounters, void* workspace, size_t workspaceBytes, int32_t batchSize,
+                         int32_t maxBlocks, cudaStream_t stream) {
+    char const* fn = "runQsaIndexerDecode";
+    requireAligned(fn, "outIdx", outIdx, 4);
+    requireAligned(fn, "indexQk", indexQk, 2);
+    requireAligned(fn, "cosSin", cosSin, 4);
+    requireAligned(fn, "contextLengths", contextLengths, 4);
+    requireAligned(fn, "wQ", wQ, 2);
+    requireAligned(fn, "wK", wK, 2);
+    requireAligned(fn, "poolState.poolPtr", poolState.poolPtr, 2);
+    requireAligned(fn, "poolState.pageTable", poolState.pageTable, 4);
+    requireAligned(fn, "splitCounters", splitCounters, 4);
+    namedLaunches(fn, [&] {
+        decodePipeline<T>(outIdx, indexQk, cosSin, contextLengths, wQ, wK, rmsEps, poolState, splitCounters, workspace,
+                          workspaceBytes, batchSize, maxBlocks, stream);
+    });
 }
 
 template void runQsaIndexerDecode<__half>(int32_t*, __half const*, float const*, int32_t const*, __half const*,

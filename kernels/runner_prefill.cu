@@ -10,6 +10,7 @@
 
 #include "kernels/qsaCommon.cuh"
 #include "kernels/qsaInternal.h"
+#include "kernels/qsaRunnerGuard.h"
 
 namespace trt_edgellm {
 namespace kernel {
@@ -71,11 +72,13 @@ size_t getQsaIndexerWorkspaceSize(int32_t batchSize, int32_t maxSeqLen) {
     return prefillLayout(batchSize, maxSeqLen).total;
 }
 
+namespace {
+
+// The pipeline; runQsaIndexerPrefill (below) adds the alignment checks and names launcher errors.
 template <typename T>
-void runQsaIndexerPrefill(int32_t* outIdx, T const* indexQk, float const* cosSin, int32_t const* contextLengths,
-                          T const* wQ, T const* wK, float rmsEps, void* workspace, size_t workspaceBytes,
-                          int32_t batchSize, int32_t seqLen, QsaIndexerPoolState const* poolState,
-                          cudaStream_t stream) {
+void prefillPipeline(int32_t* outIdx, T const* indexQk, float const* cosSin, int32_t const* contextLengths, T const* wQ,
+                     T const* wK, float rmsEps, void* workspace, size_t workspaceBytes, int32_t batchSize,
+                     int32_t seqLen, QsaIndexerPoolState const* poolState, cudaStream_t stream) {
     char const* fn = "runQsaIndexerPrefill";
     requirePtr(fn, "outIdx", outIdx);
     requirePtr(fn, "indexQk", indexQk);
@@ -119,6 +122,30 @@ void runQsaIndexerPrefill(int32_t* outIdx, T const* indexQk, float const* cosSin
                             /*writeInvisible=*/false, stream);
         launchPrefillSelectExpand(outIdx, keys, contextLengths, seqLen, r0, r1, stream);
     }
+}
+
+} // namespace
+
+template <typename T>
+void runQsaIndexerPrefill(int32_t* outIdx, T const* indexQk, float const* cosSin, int32_t const* contextLengths,
+                          T const* wQ, T const* wK, float rmsEps, void* workspace, size_t workspaceBytes,
+                          int32_t batchSize, int32_t seqLen, QsaIndexerPoolState const* poolState,
+                          cudaStream_t stream) {
+    char const* fn = "runQsaIndexerPrefill";
+    requireAligned(fn, "outIdx", outIdx, 4);
+    requireAligned(fn, "indexQk", indexQk, 2);
+    requireAligned(fn, "cosSin", cosSin, 4);
+    requireAligned(fn, "contextLengths", contextLengths, 4);
+    requireAligned(fn, "wQ", wQ, 2);
+    requireAligned(fn, "wK", wK, 2);
+    if (poolState != nullptr) {
+        requireAligned(fn, "poolState.poolPtr", poolState->poolPtr, 2);
+        requireAligned(fn, "poolState.pageTable", poolState->pageTable, 4);
+    }
+    namedLaunches(fn, [&] {
+        prefillPipeline<T>(outIdx, indexQk, cosSin, contextLengths, wQ, wK, rmsEps, workspace, workspaceBytes,
+                           batchSize, seqLen, poolState, stream);
+    });
 }
 
 template void runQsaIndexerPrefill<__half>(int32_t*, __half const*, float const*, int32_t const*, __half const*,

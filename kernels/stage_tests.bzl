@@ -5,6 +5,7 @@ kernels/BUILD declares one cc_test per name; certify (tools/BUILD) also runs the
 """
 
 KERNEL_STAGE_TESTS = [
+    "alignment_test",
     "api_errors_test",
     "decode_pipeline_test",
     "decode_prep_test",
@@ -12,6 +13,7 @@ KERNEL_STAGE_TESTS = [
     "decode_select_test",
     "expand_test",
     "kcompress_test",
+    "launch_failure_test",
     "prefill_pipeline_test",
     "qprep_test",
     "scores_test",

@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <numeric>
 #include <ostream>
 #include <random>
 #include <sstream>
+#include <string>
 #include <tuple>
 
 #include "properties/harness.h"
@@ -152,6 +154,11 @@ rc::Gen<size_t> uniformIndex(size_t n) {
 }
 
 Budget defaultBudget() {
+    // QSA_PROP_BUDGET=sanitizer (tools/run_all.sh --sanitize): the CPU-sized budget on any implementation,
+    // so that a property binary finishes under compute-sanitizer.
+    char const* env = std::getenv("QSA_PROP_BUDGET");
+    if (env != nullptr && std::string(env) == "sanitizer")
+        return Budget{1 << 15, 1 << 20, 8192, 2};
     if (implOnGpu())
         return Budget{1 << 21, int64_t(1) << 26, 32768, 8};
     return Budget{1 << 15, int64_t(1) << 20, 8192, 2};
@@ -244,6 +251,9 @@ ref::HostPool makePool(PoolSpec const& p, DType dt, int32_t B, int32_t tokensPer
     std::shuffle(kIds.begin(), kIds.end(), rng);
     std::shuffle(vIds.begin(), vIds.end(), rng);
     h.pageTable.assign(size_t(B) * 2 * d.maxPagesPerSeq, -1);
+    // Out-of-plane ids past both planes are drawn consecutively from 2*numPages (unique per plane), so the
+    // harness's guard pages (properties/harness.cc, up to the table's highest id) cover every one of them.
+    int32_t pastBoth[2] = {2 * d.numPages, 2 * d.numPages};
     for (int32_t b = 0; b < B; ++b) {
         for (int32_t s = 0; s < d.maxPagesPerSeq; ++s) {
             size_t const i = size_t(b) * d.maxPagesPerSeq + s;
@@ -252,9 +262,10 @@ ref::HostPool makePool(PoolSpec const& p, DType dt, int32_t B, int32_t tokensPer
                 uint64_t const r = rng();
                 if (int32_t(r % 16) < p.holesPer16)
                     id = -1;
-                // Out of plane, still unique per plane: K ids beyond both planes, V ids inside the K plane.
+                // Out of plane, still unique per plane: K ids beyond both planes (upper bound), V ids inside
+                // the K plane (lower bound) or, one time in two, beyond both planes (upper bound).
                 else if (p.outOfPlane && (r >> 8) % 6 == 0)
-                    id = plane == 0 ? 2 * d.numPages + int32_t(i) : kIds[i];
+                    id = plane == 0 || (r >> 16) % 2 == 0 ? pastBoth[plane]++ : kIds[i];
                 h.pageTable[(size_t(b) * 2 + plane) * d.maxPagesPerSeq + s] = id;
             }
         }
@@ -431,6 +442,11 @@ rc::Gen<PrefillSpec> genPrefillSpec(SpecOptions const& o) {
                         [o](std::tuple<int32_t, int32_t, std::vector<CtxKind>, ActSpec, PoolSpec> const& t) {
                             PrefillSpec s;
                             s.S = std::get<0>(t);
+                            // A truncated table (maxPagesPerSeq = needed - 1) truncates nothing when S <= 128:
+                            // take S past one page so that slots >= maxPagesPerSeq are addressed.
+                            bool const truncated = o.pool && std::get<4>(t).truncated;
+                            if (truncated && s.S <= 128)
+                                s.S += 128;
                             int64_t const perSeq = int64_t(s.S) * ceilDiv(s.S, 4);
                             int64_t const pairs =
                                 perSeq > o.budget.typicalPairs ? o.budget.largePairs : o.budget.typicalPairs;
@@ -439,6 +455,9 @@ rc::Gen<PrefillSpec> genPrefillSpec(SpecOptions const& o) {
                             s.B = int32_t(std::min<int64_t>(std::get<1>(t), maxB));
                             for (int32_t b = 0; b < s.B; ++b)
                                 s.ctx.push_back(std::get<2>(t)[b].at(s.S));
+                            // ... and a context past the pages the truncated table covers.
+                            if (truncated)
+                                s.ctx[0] = std::max(s.ctx[0], 128 * ((s.S - 1) / 128) + 1);
                             s.act = std::get<3>(t);
                             s.hasPool = o.pool;
                             if (o.pool) {
@@ -462,7 +481,8 @@ rc::Gen<DecodeChainSpec> genDecodeChainSpec(int32_t maxL, int32_t maxSteps, bool
     return rc::gen::map(
         rc::gen::tuple(B, L, rc::gen::inRange<int32_t>(1, maxSteps + 1), genActSpec(tieBias, false),
                        genPoolSpec(hostile, 0), extras),
-        [](std::tuple<int32_t, std::vector<int32_t>, int32_t, ActSpec, PoolSpec, std::tuple<bool, int32_t>> const& t) {
+        [maxL](
+            std::tuple<int32_t, std::vector<int32_t>, int32_t, ActSpec, PoolSpec, std::tuple<bool, int32_t>> const& t) {
             DecodeChainSpec s;
             s.B = std::get<0>(t);
             s.L.assign(std::get<1>(t).begin(), std::get<1>(t).begin() + s.B);
@@ -471,6 +491,14 @@ rc::Gen<DecodeChainSpec> genDecodeChainSpec(int32_t maxL, int32_t maxSteps, bool
             s.pool = std::get<4>(t);
             s.splitCounters = std::get<0>(std::get<5>(t));
             s.extraBlocks = std::get<1>(std::get<5>(t));
+            // A truncated table truncates only when the chain runs past one page (makeChain sizes the table for
+            // max L + steps tokens): force L[0] + steps > 128, or drop the truncation when maxL cannot reach it.
+            if (s.pool.truncated && *std::max_element(s.L.begin(), s.L.end()) + s.steps <= 128) {
+                if (maxL + s.steps > 128)
+                    s.L[0] = 129 - s.steps;
+                else
+                    s.pool.truncated = false;
+            }
             fitPool(s.pool, int64_t(s.B) * (*std::max_element(s.L.begin(), s.L.end()) + s.steps));
             return s;
         });

@@ -88,14 +88,17 @@ struct Workspace {
     void* ptr;
 };
 
-// The pool with one page of guard elements before it (page -1) and two after it (ids just past the V
-// plane). A run that dereferences a -1 or out-of-range page writes or reads the guards: writes are
-// reported by check(), reads see non-zero NaN patterns instead of the contract's +0.0.
+// The pool with guard pages before it (page -1, and further down to the lowest id of the page table) and
+// after it (ids past the V plane, at least two, and up to the highest id of the table): every id a page
+// table holds lies either inside the pool or on a guard page, so a run that dereferences a -1 or
+// out-of-range page writes or reads the guards, never memory outside the allocation: writes are reported
+// by download(), reads see non-zero NaN patterns instead of the contract's +0.0.
 class GuardedPool {
 public:
-    GuardedPool(ref::PoolDims const& d, std::vector<uint16_t> const& data)
-        : before_(size_t(128) * std::max(d.numKVHeads, 1) * std::max(d.poolHeadDim, 1)), size_(data.size()),
-          buf_(initial(data, before_)) {}
+    GuardedPool(ref::PoolDims const& d, std::vector<uint16_t> const& data, std::vector<int32_t> const& pageTable)
+        : page_(size_t(128) * std::max(d.numKVHeads, 1) * std::max(d.poolHeadDim, 1)),
+          before_(page_ * guardPagesBefore(pageTable)), size_(data.size()),
+          buf_(initial(data, before_, page_ * guardPagesAfter(d, pageTable))) {}
     void* ptr() const { return buf_.as<uint16_t>() + before_; }
     std::vector<uint16_t> download() const {
         std::vector<uint16_t> all = buf_.download<uint16_t>();
@@ -104,7 +107,7 @@ public:
             if (guard && all[i] != kGuard) {
                 throw std::runtime_error(
                     std::string("harness: the pool guard region ") +
-                    (i < before_ ? "BEFORE the pool (page -1)" : "AFTER the pool (a page id >= 2*numPages)") +
+                    (i < before_ ? "BEFORE the pool (a page id < 0)" : "AFTER the pool (a page id >= 2*numPages)") +
                     " was written at element offset " + std::to_string(int64_t(i) - int64_t(before_)) +
                     ": a hole or out-of-range page was dereferenced");
             }
@@ -114,12 +117,26 @@ public:
 
 private:
     static constexpr uint16_t kGuard = 0x7E5A;
-    static std::vector<uint16_t> initial(std::vector<uint16_t> const& data, size_t before) {
-        std::vector<uint16_t> all(before + data.size() + 2 * before, kGuard);
+    // Pages below page 0 that the table names (-1 always guarded).
+    static size_t guardPagesBefore(std::vector<int32_t> const& table) {
+        int64_t lo = -1;
+        for (int32_t id : table)
+            lo = std::min<int64_t>(lo, id);
+        return size_t(-lo);
+    }
+    // Pages from 2*numPages up to the highest id of the table (at least 2).
+    static size_t guardPagesAfter(ref::PoolDims const& d, std::vector<int32_t> const& table) {
+        int64_t hi = int64_t(2) * d.numPages + 1;
+        for (int32_t id : table)
+            hi = std::max<int64_t>(hi, id);
+        return size_t(hi - int64_t(2) * d.numPages + 1);
+    }
+    static std::vector<uint16_t> initial(std::vector<uint16_t> const& data, size_t before, size_t after) {
+        std::vector<uint16_t> all(before + data.size() + after, kGuard);
         std::copy(data.begin(), data.end(), all.begin() + before);
         return all;
     }
-    size_t before_, size_;
+    size_t page_, before_, size_;
     Buf buf_;
 };
 
@@ -141,7 +158,8 @@ struct PrefillRun {
         : out(std::vector<int32_t>(size_t(c.batchSize) * c.seqLen * ref::kIndexWidth, outIdxCanary(o.fillSeed))),
           qk(c.indexQk), cosSin(c.cosSin), ctx(c.contextLengths), wQ(c.wQ), wK(c.wK),
           ws(kn::getQsaIndexerWorkspaceSize(c.batchSize, c.seqLen), o),
-          pool(c.pool.dims, c.hasPool ? c.pool.data : std::vector<uint16_t>{}),
+          pool(c.pool.dims, c.hasPool ? c.pool.data : std::vector<uint16_t>{},
+               c.hasPool ? c.pool.pageTable : std::vector<int32_t>{}),
           pageTable(c.hasPool ? c.pool.pageTable : std::vector<int32_t>{}), stream(backend::stream(o.stream)),
           readStages(o.readStages) {}
     // Call after backend::fence() so that every upload has landed before any stream starts.
@@ -209,7 +227,7 @@ std::pair<PrefillOut, PrefillOut> runImplPrefillPair(PrefillCase const& a, Prefi
 DecodeOut runImplDecode(DecodeCase const& c, RunOptions const& o) {
     Buf out(std::vector<int32_t>(size_t(c.batchSize) * ref::kIndexWidth, outIdxCanary(o.fillSeed)));
     Buf qk(c.indexQk), cosSin(c.cosSin), ctx(c.contextLengths), wQ(c.wQ), wK(c.wK);
-    GuardedPool pool(c.pool.dims, c.pool.data);
+    GuardedPool pool(c.pool.dims, c.pool.data, c.pool.pageTable);
     Buf pageTable(c.pool.pageTable);
     Buf split(c.hasSplitCounters ? c.splitCounters : std::vector<int32_t>{});
     Workspace ws(kn::getQsaIndexerDecodeWorkspaceSize(c.batchSize, c.maxBlocks), o);

@@ -78,8 +78,29 @@ inline size_t tailOffset(ref::PoolDims const& d, int32_t page, int32_t row, int3
     return ((size_t(page) * 128 + row) * d.numKVHeads + head) * d.poolHeadDim + d.headSize;
 }
 
+// Plant 14 (pool hygiene; the CPU twin of kernel mutant 36, PAGE_UPPER_GUARD_MISSING): the raw-k tail
+// scatter checks K ids only against the lower bound, so an id >= numPages (past the K plane) is written.
+inline void upperGuardMissingScatter(uint16_t const* qk, int32_t const* ctx, int32_t B, int32_t S,
+                                     ref::PoolView const& p) {
+    for (int32_t b = 0; b < B; ++b) {
+        int32_t const c = clampedCtx(ctx, b, S);
+        for (int32_t t = c - c % 4; t < c; ++t) {
+            int32_t const slot = t >> 7;
+            if (slot >= p.dims.maxPagesPerSeq)
+                continue;
+            int32_t const page = p.pageTable[(size_t(b) * 2) * p.dims.maxPagesPerSeq + slot];
+            if (page < p.dims.numPages) // the correct scatter has written [0, numPages) already
+                continue;
+            std::memcpy(p.pool + tailOffset(p.dims, page, t & 127, 0), qk + (size_t(b) * S + t) * ref::kQkWidth + 512,
+                        128 * sizeof(uint16_t));
+        }
+    }
+}
+
 // Plant 7 (pool hygiene): the raw-k tail scatter also writes head numKVHeads - 1.
 inline void afterRawKTailScatter(uint16_t const* qk, int32_t const* ctx, int32_t B, int32_t S, ref::PoolView const& p) {
+    if (QSA_PLANT == 14)
+        upperGuardMissingScatter(qk, ctx, B, S, p);
     if (QSA_PLANT != 7 || p.dims.numKVHeads < 2)
         return;
     for (int32_t b = 0; b < B; ++b) {

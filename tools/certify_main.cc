@@ -29,6 +29,7 @@
 #include "tools/certify_child.h"
 #include "tools/certify_core.h"
 #include "tools/certify_cuda.h"
+#include "tools/certify_sanitize.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -560,6 +561,8 @@ std::string selectedLevels(checks::Selection const& sel) {
 int realMain(int argc, char** argv) {
     std::string const defaultOut =
         (fs::path(envOr("BUILD_WORKING_DIRECTORY", fs::current_path().string())) / "certificate").string();
+    // --sanitizers=..., --no-sanitizers, --sanitize-jobs=N (tools/certify_sanitize.h), before the main parser.
+    sanitize::Options const sanitizeOpts = sanitize::takeArgs(argc, argv);
     std::optional<Options> const parsed = parseArgs(argc, argv, defaultOut);
     if (!parsed) {
         return 0;
@@ -987,9 +990,14 @@ int realMain(int argc, char** argv) {
     }
     cert["times"] = {{"started_utc", started}, {"total_seconds", secondsSince(progress.start)}};
     computeVerdicts(cert);
+    // compute-sanitizer part (tools/certify_sanitize.h): after the properties, so the GPU is free for it.
+    cert["sanitizers"] =
+        o.cpuDryRun ? sanitize::notRun("CPU dry run")
+                    : sanitize::run(sanitizeOpts, layout.bundleRoot.string(), (outDir / "sanitizer_logs").string());
+    sanitize::applyVerdict(cert);
     {
         std::ofstream(outDir / "certificate.json") << renderJson(cert);
-        std::ofstream(outDir / "certificate.md") << renderMarkdown(cert);
+        std::ofstream(outDir / "certificate.md") << renderMarkdown(cert) << sanitize::markdown(cert);
     }
     std::string const verdict = cert["verdict"];
     std::string const vline = cert["verdict_line"];

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds every gpu-tagged test and GPU tool and copies the static binaries, with the runfiles they
-# read, into OUTDIR, plus OUTDIR/run_all.sh. The bundle needs only a GPU driver on the target host.
-# Usage: tools/gpu_bundle.sh OUTDIR [extra bazel build flags, e.g. --config=all_archs]
+# read, into OUTDIR, plus OUTDIR/run_all.sh (a copy of tools/run_all.sh), MANIFEST, LARGE (the tests tagged
+# large) and COMMIT. The bundle needs only a GPU driver on the target host.
+# Usage: [BUNDLE_FILTER=regex] tools/gpu_bundle.sh OUTDIR [extra bazel build flags, e.g. --config=all_archs]
 set -euo pipefail
 if (($# < 1)); then
     echo "usage: $0 OUTDIR [bazel build flags...]" >&2
@@ -19,6 +20,13 @@ out=$(cd "$out" && pwd)
 
 tests=$(bazel query --output=label 'attr(tags, "[\[ ,]gpu[,\]]", tests(//...))' 2>/dev/null | sort)
 tools=$(bazel query --output=label 'attr(tags, "[\[ ,]gpu[,\]]", kind("cc_binary", //...))' 2>/dev/null | sort)
+# Opt-in tests tagged "large" (also "manual": not in bazel test //...): bundled, run by run_all.sh --large.
+large=$(bazel query --output=label 'attr(tags, "[\[ ,]large[,\]]", tests(//...))' 2>/dev/null | sort)
+# BUNDLE_FILTER (an extended regex on labels) keeps a subset, e.g. for a small bundle of a few binaries.
+if [[ -n ${BUNDLE_FILTER:-} ]]; then
+    tests=$(grep -E "$BUNDLE_FILTER" <<<"$tests" || true)
+    tools=$(grep -E "$BUNDLE_FILTER" <<<"$tools" || true)
+fi
 if [[ -z $tests ]]; then
     echo "gpu_bundle: no gpu-tagged tests found" >&2
     exit 1
@@ -54,44 +62,15 @@ copy_target() { # label kind(test|tool)
 : >"$out/MANIFEST"
 for t in $tests; do copy_target "$t" tests >>"$out/MANIFEST"; done
 for t in $tools; do copy_target "$t" tools >>"$out/MANIFEST"; done
+: >"$out/LARGE"
+for t in $large; do
+    p=${t#//}
+    p=${p/://}
+    if grep -qxF "tests $p" "$out/MANIFEST"; then echo "$p" >>"$out/LARGE"; fi
+done
 git rev-parse HEAD >"$out/COMMIT" 2>/dev/null || echo unknown >"$out/COMMIT"
 
-cat >"$out/run_all.sh" <<'RUNALL'
-#!/usr/bin/env bash
-# Runs every test binary of this bundle; one line per binary: PASS/FAIL, test cases, seconds.
-# Logs go to LOGDIR (default: ./logs). Exit status non-zero if any binary failed.
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-logs=${LOGDIR:-$here/logs}
-mkdir -p "$logs"
-failed=0
-total=0
-filter=${1:-}
-while read -r kind path; do
-    [[ $kind == tests ]] || continue
-    [[ -z $filter || $path == *$filter* ]] || continue
-    total=$((total + 1))
-    name=$(basename "$path")
-    log="$logs/${path//\//_}.log"
-    undeclared="$logs/${path//\//_}.outputs"
-    mkdir -p "$undeclared"
-    runfiles="$here/tests/$path.runfiles"
-    start=$(date +%s%N)
-    (
-        if [[ -d $runfiles/qsa_indexer ]]; then cd "$runfiles/qsa_indexer"; else cd "$here"; fi
-        TEST_SRCDIR="$runfiles" TEST_WORKSPACE=qsa_indexer TEST_TMPDIR=$(mktemp -d) \
-            TEST_UNDECLARED_OUTPUTS_DIR="$undeclared" "$here/tests/$path"
-    ) >"$log" 2>&1
-    rc=$?
-    ms=$((($(date +%s%N) - start) / 1000000))
-    cases=$(grep -Eo '^\[==========\] [0-9]+ tests? from [0-9]+ test (suite|case)s? ran' "$log" | tail -1 | awk '{print $2}')
-    passed=$(grep -Eo '^\[  PASSED  \] [0-9]+' "$log" | tail -1 | awk '{print $4}')
-    if ((rc == 0)); then verdict=PASS; else verdict=FAIL; failed=$((failed + 1)); fi
-    printf '%-4s %-55s cases=%-5s passed=%-5s %5d.%01d s\n' "$verdict" "$path" "${cases:-?}" "${passed:-0}" $((ms / 1000)) $((ms % 1000 / 100))
-    if ((rc != 0)); then grep -E '^\[  FAILED  \]|Failure|error' "$log" | head -5 | sed 's/^/      /'; fi
-done <"$here/MANIFEST"
-echo "run_all: $((total - failed))/$total binaries passed (commit $(cat "$here/COMMIT"))"
-((failed == 0 && total > 0))
-RUNALL
+# run_all.sh lives in tools/run_all.sh (plain, --large and --sanitize modes; see its header).
+cp -f "$repo/tools/run_all.sh" "$out/run_all.sh"
 chmod +x "$out/run_all.sh"
 echo "gpu_bundle: $(grep -c '^tests' "$out/MANIFEST") tests, $(grep -c '^tools' "$out/MANIFEST") tools in $out ($(du -sh "$out" | cut -f1))"

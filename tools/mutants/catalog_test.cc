@@ -21,6 +21,7 @@
 #endif
 static_assert(!QSA_MUTANT(1), "QSA_MUTANT(id) must be the constant false in the production build");
 static_assert(!QSA_MUTANT(35), "QSA_MUTANT(id) must be the constant false in the production build");
+static_assert(!QSA_MUTANT(36), "QSA_MUTANT(id) must be the constant false in the production build");
 
 namespace {
 

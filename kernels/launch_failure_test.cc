@@ -1,0 +1,89 @@
+// The "failed launch" error path of both runners (contract section 2): with the test hook of
+// kernels/qsaTestHooks.h set, the first launch of each runner gets an invalid configuration
+// (blockDim.x > 1024); the runner must throw std::runtime_error naming the public function and the
+// CUDA error, and the device must stay usable (the error is not sticky): a normal run right after
+// succeeds. Not run under compute-sanitizer (the invalid launch is an API error there by design).
+#include <string>
+
+#include "kernels/qsaTestHooks.h"
+#include "kernels/test_helper.h"
+
+namespace qsa {
+namespace ktest {
+namespace {
+
+using T = half;
+namespace hook = kn::qsa_test;
+
+struct Bufs {
+    static constexpr int32_t kB = 2, kS = 40, kMaxBlocks = 16;
+    Bufs()
+        : qk(size_t(kB) * kS * 640), cs(size_t(kS) * 64), ctx(std::vector<int32_t>{40, 13}), wQ(128), wK(128),
+          out(size_t(kB) * kS * 2051), table(std::vector<int32_t>{0, 2, 1, 3}), poolData(size_t(4) * 128 * 384),
+          split(size_t(kB)), ws(kn::getQsaIndexerWorkspaceSize(kB, kS)),
+          dWs(kn::getQsaIndexerDecodeWorkspaceSize(kB, kMaxBlocks)) {
+        for (auto* b : {&qk, &wQ, &wK, &poolData})
+            b->fillBytes(0);
+        cs.fillBytes(0);
+        // [B, 2, 1]: sequence 0 K 0, V 2; sequence 1 K 1, V 3 (numPages 2).
+        pool = {poolData.get(), table.get(), 1, 2, 1, 384, 256};
+    }
+    void prefill() {
+        kn::runQsaIndexerPrefill<T>(out.get(), reinterpret_cast<T const*>(qk.get()), cs.get(), ctx.get(),
+                                    reinterpret_cast<T const*>(wQ.get()), reinterpret_cast<T const*>(wK.get()), 1e-6f,
+                                    ws.get(), ws.bytes(), kB, kS, &pool, nullptr);
+    }
+    void decode() {
+        kn::runQsaIndexerDecode<T>(out.get(), reinterpret_cast<T const*>(qk.get()), cs.get(), ctx.get(),
+                                   reinterpret_cast<T const*>(wQ.get()), reinterpret_cast<T const*>(wK.get()), 1e-6f,
+                                   pool, split.get(), dWs.get(), dWs.bytes(), kB, kMaxBlocks, nullptr);
+    }
+    DevBuf<uint16_t> qk;
+    DevBuf<float> cs;
+    DevBuf<int32_t> ctx;
+    DevBuf<uint16_t> wQ, wK;
+    DevBuf<int32_t> out, table;
+    DevBuf<uint16_t> poolData;
+    DevBuf<int32_t> split;
+    DevBuf<uint8_t> ws, dWs;
+    kn::QsaIndexerPoolState pool{};
+};
+
+// fn() must throw a std::runtime_error whose message names `function` and the invalid configuration.
+void expectLaunchFailure(char const* function, std::function<void()> const& fn) {
+    std::string msg;
+    try {
+        hook::ScopedInvalidLaunch invalid;
+        fn();
+    } catch (std::runtime_error const& e) {
+        msg = e.what();
+    }
+    ASSERT_FALSE(msg.empty()) << function << " did not throw on an invalid launch configuration";
+    EXPECT_EQ(msg.rfind(std::string(function) + ": ", 0), 0u) << "message does not start with the function: " << msg;
+    EXPECT_NE(msg.find("launch failed"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cudaErrorInvalidConfiguration"), std::string::npos) << msg;
+    // Not sticky: the device is usable again at once.
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST(LaunchFailure, PrefillThrowsNamingTheFunction) {
+    Bufs b;
+    ASSERT_NO_THROW(b.prefill());
+    KT_CUDA(cudaDeviceSynchronize());
+    expectLaunchFailure("runQsaIndexerPrefill", [&] { b.prefill(); });
+    ASSERT_NO_THROW(b.prefill()) << "the hook is scoped: the next run is normal";
+    KT_CUDA(cudaDeviceSynchronize());
+}
+
+TEST(LaunchFailure, DecodeThrowsNamingTheFunction) {
+    Bufs b;
+    ASSERT_NO_THROW(b.decode());
+    KT_CUDA(cudaDeviceSynchronize());
+    expectLaunchFailure("runQsaIndexerDecode", [&] { b.decode(); });
+    ASSERT_NO_THROW(b.decode());
+    KT_CUDA(cudaDeviceSynchronize());
+}
+
+} // namespace
+} // namespace ktest
+} // namespace qsa

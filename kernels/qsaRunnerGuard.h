@@ -1,0 +1,45 @@
+// Host-side guards shared by the two public runners (contract section 2), kept apart from the runners'
+// pipeline code:
+// - pointer alignment: every pointer argument must have at least the natural alignment of its element
+//   type (T: 2 bytes, float / int32: 4 bytes; the workspace's 128 bytes are checked by the runners).
+//   The kernels need no more (the decode V-tail 16-byte loads check the pool address and fall back to
+//   2-byte loads), but a pointer below natural alignment would fault on the GPU: throw instead.
+// - error naming: an error raised by a stage launcher inside a runner (a failed launch, a stage limit)
+//   is re-thrown with the public function's name in front, so the message names the function called.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/qsaCommon.cuh"
+
+namespace trt_edgellm {
+namespace kernel {
+namespace qsa_detail {
+
+inline void requireAligned(char const* fn, char const* name, void const* p, uintptr_t align) {
+    if (p != nullptr && reinterpret_cast<uintptr_t>(p) % align != 0) {
+        fail(fn, name, " must be ", align, "-byte aligned (natural alignment of its element type), got address ", p);
+    }
+}
+
+// Runs the runner's launches; a std::runtime_error from a stage launcher gets `fn: ` in front (unless
+// it already starts with it).
+template <typename F>
+void namedLaunches(char const* fn, F&& launches) {
+    try {
+        launches();
+    } catch (std::runtime_error const& e) {
+        std::string const msg = e.what();
+        std::string const prefix = std::string(fn) + ": ";
+        if (msg.compare(0, prefix.size(), prefix) == 0) {
+            throw;
+        }
+        throw std::runtime_error(prefix + msg);
+    }
+}
+
+} // namespace qsa_detail
+} // namespace kernel
+} // namespace trt_edgellm
