@@ -548,8 +548,10 @@ void manyBlocksTies(ActSpec& a, uint32_t frac) {
     }
 }
 
-// A chunked geometry (B, S) whose first boundary row Rc falls where `at` asks, cheap on the CPU: few valid
-// rows before the boundary (K2 reads only visible entries), padding elsewhere.
+// A chunked geometry (B, S) whose first boundary row Rc falls where `at` asks. On the CPU the cheapest ones:
+// the sort of B*S*MB >= 8388608 entries and the B*S output rows dominate, so B*S stays near its minimum
+// (~5800 rows) and the boundary sequence has few valid rows before the boundary (K2 reads visible entries
+// only). Boundary rows: (3, 4096) -> (2, 0); (2, 5781) -> (1, 20); (1, 5793) -> (0, 5789).
 struct ChunkGeometry {
     int32_t B, S;
 };
@@ -557,13 +559,17 @@ std::vector<ChunkGeometry> chunkGeometries(ChunkAt at) {
     bool const gpu = implOnGpu();
     switch (at) {
     case ChunkAt::kSeqStart: // Rc a multiple of S: the boundary row is (Rc / S, 0)
-        return gpu ? std::vector<ChunkGeometry>{{9, 2048}, {33, 1024}, {3, 4096}, {2, 8192}}
-                   : std::vector<ChunkGeometry>{{9, 2048}, {33, 1024}};
-    case ChunkAt::kBlockEdge: // boundary at a small t with t % 4 == 0: (32, 64), (33, 24), (21, 44)
-        return {{33, 1022}, {34, 1008}, {22, 1262}};
-    default: // boundary at (B - 1, t) with t of either parity: (21, 1233), (8, 1927), (4, 2585), (0, 5789)
-        return gpu ? std::vector<ChunkGeometry>{{22, 1234}, {9, 1930}, {5, 2590}, {1, 5793}, {3, 4096}}
-                   : std::vector<ChunkGeometry>{{22, 1234}, {9, 1930}, {5, 2590}, {1, 5793}};
+        return gpu ? std::vector<ChunkGeometry>{{3, 4096}, {9, 2048}, {33, 1024}, {2, 8192}}
+                   : std::vector<ChunkGeometry>{{3, 4096}};
+    case ChunkAt::kBlockEdge: // boundary at a small t with t % 4 == 0: (1, 20), (32, 64), (33, 24), (21, 44)
+        return gpu ? std::vector<ChunkGeometry>{{2, 5781}, {33, 1022}, {34, 1008}, {22, 1262}}
+                   : std::vector<ChunkGeometry>{{2, 5781}};
+    case ChunkAt::kLastValid: // (1, 20), (21, 1233), (8, 1927), (4, 2585); the GPU also (0, 5789)
+        return gpu ? std::vector<ChunkGeometry>{{2, 5781}, {22, 1234}, {9, 1930}, {5, 2590}, {1, 5793}}
+                   : std::vector<ChunkGeometry>{{2, 5781}};
+    default: // in padding: (0, 5789), (21, 1233), (8, 1927), (4, 2585)
+        return gpu ? std::vector<ChunkGeometry>{{1, 5793}, {22, 1234}, {9, 1930}, {5, 2590}}
+                   : std::vector<ChunkGeometry>{{1, 5793}};
     }
 }
 
@@ -653,9 +659,13 @@ rc::Gen<PrefillSpec> genPrefillSpec(SpecOptions const& o) {
                 break;
             }
             case Regime::kChunked: {
-                ChunkAt const at = atFraction(evenly(std::vector<ChunkAt>{ChunkAt::kPadding, ChunkAt::kLastValid,
-                                                                          ChunkAt::kSeqStart, ChunkAt::kBlockEdge}),
-                                              f[0]);
+                // The CPU takes the cheapest placement (in padding, B = 1) in half of its chunked cases.
+                ChunkAt const at =
+                    atFraction(std::vector<std::pair<size_t, ChunkAt>>{{gpu ? 1u : 3u, ChunkAt::kPadding},
+                                                                       {1, ChunkAt::kLastValid},
+                                                                       {1, ChunkAt::kSeqStart},
+                                                                       {1, ChunkAt::kBlockEdge}},
+                               f[0]);
                 makeChunked(s, at, f[1], f[2], kinds);
                 break;
             }
