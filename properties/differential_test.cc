@@ -90,8 +90,9 @@ QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
     spec.L.resize(spec.B);
     for (int32_t& L : spec.L)
         L = *flatRange<int32_t>(2051, hi); // ctx >= 2052 at the first step: nVis > 512 throughout
-    if (spec.act.ties == Ties::kNone)
-        spec.act.ties = Ties::kNegativeDots;
+    // Tie modes whose logits tie across ranks 512/513 (see PrefillDecode.TiesAtTheSelectionThreshold).
+    spec.act.ties = *pick(Ties::kNegativeDots, Ties::kDupBlocks, Ties::kDeadGammaK, Ties::kDupBlocks);
+    spec.act.distinctBlocks = *flatRange<int32_t>(1, 5);
     spec.act.rope = Rope::kIdentity;
     spec.act.extremeGamma = false;
     spec.regime = Regime::kManyBlocks;

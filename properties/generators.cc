@@ -271,7 +271,7 @@ ref::HostPool makePool(PoolSpec const& p, DType dt, int32_t B, int32_t tokensPer
                 if (int32_t(r % 16) < p.holesPer16)
                     id = -1;
                 // Out of plane, still unique per plane: K ids beyond both planes, V ids inside the K plane.
-                else if (p.outOfPlane && (r >> 8) % 6 == 0)
+                else if (p.outOfPlane && (r >> 8) % 3 == 0)
                     id = plane == 0 ? 2 * d.numPages + int32_t(i) : kIds[i];
                 h.pageTable[(size_t(b) * 2 + plane) * d.maxPagesPerSeq + s] = id;
             }
@@ -516,7 +516,7 @@ rc::Gen<PoolSpec> genPoolSpec(bool hostile, int64_t tokensTotal) {
         if (hostile) {
             p.holesPer16 = *pick<int32_t>(0, 3, 8);
             p.outOfPlane = *pick(false, true);
-            p.truncated = *weighted<bool>({{3, false}, {2, true}});
+            p.truncated = *pick(false, true);
         }
         p.seed = *rc::gen::arbitrary<uint32_t>();
         fitPool(p, tokensTotal);
