@@ -53,7 +53,10 @@ rc::Gen<StageCase> genStageCase() {
         ref::DecodeCase d;
         d.dtype = act.dtype;
         d.batchSize = B;
-        d.maxBlocks = (maxCtx + 3) / 4 + *flatRange<int32_t>(0, 3);
+        // extra -1: maxBlocks = maxCtx / 4, the floor edge of contract section 5 (ctx / 4 == maxBlocks <
+        // ceilDiv(ctx, 4) is a valid row).
+        int32_t const extra = *flatRange<int32_t>(-1, 3);
+        d.maxBlocks = extra < 0 ? std::max(1, maxCtx / 4) : (maxCtx + 3) / 4 + extra;
         // Invalid rows (contract section 5: ctx < 1 or ctx / 4 > maxBlocks) next to valid ones.
         if (B > 1 && *weighted<bool>({{3, false}, {1, true}}))
             ctx[size_t(*flatRange<int32_t>(0, B))] = *pick<int32_t>(0, -1, 4 * d.maxBlocks + 4, 4 * d.maxBlocks + 7);
@@ -109,6 +112,10 @@ void coverStage(ref::DecodeCase const& d) {
     for (int32_t c : d.contextLengths)
         invalid |= c < 1 || c / 4 > d.maxBlocks;
     coverage::cover("invalid_row", invalid, 0.05);
+    bool edge = false;
+    for (int32_t c : d.contextLengths)
+        edge |= c >= 1 && c / 4 == d.maxBlocks && c % 4 != 0;
+    coverage::cover("valid_at_floor_edge", edge);
 }
 
 // B1: slot qNormed equals the reference's q output of every row (zeros for invalid rows), bit for bit.

@@ -85,7 +85,7 @@ QSA_PROP(Padding, InvalidDecodeRowsAreInert, 40) {
     inv.contextLengths[bad] = *pick<int32_t>(0, -1, 4 * d.maxBlocks + 4, 4 * d.maxBlocks + 5, 4 * d.maxBlocks + 7,
                                              -1000, 4 * d.maxBlocks + 1000);
     coverage::cover("invalid_ctx_below_1", inv.contextLengths[bad] < 1, 0.2);
-    coverage::cover("invalid_ctx_beyond_max_blocks", inv.contextLengths[bad] / 4 > d.maxBlocks, 0.025);
+    coverage::cover("invalid_ctx_beyond_max_blocks", inv.contextLengths[bad] / 4 > d.maxBlocks, 0.2);
     RC_LOG() << "invalid row b=" << bad << " ctx=" << inv.contextLengths[bad] << " maxBlocks=" << d.maxBlocks << "\n";
     cap.add(inv);
     DecodeOut const got = runImplDecode(inv);
