@@ -5,6 +5,7 @@
 
 #include "properties/cases.h"
 #include "properties/prop.h"
+#include "properties/regions.h"
 
 namespace qsa {
 namespace prop {
@@ -29,9 +30,11 @@ std::string diffSequence(PrefillOut const& a, int32_t sa, int32_t from, PrefillO
 QSA_PROP(BatchInvariance, SequenceAloneVsInBatch, 60) {
     SpecOptions o;
     o.tieBias = true;
+    o.shares = defaultShares(true);
     PrefillSpec const spec = *genPrefillSpec(o);
     ref::PrefillCase const c = toCase(spec);
-    int32_t const b = *rc::gen::inRange<int32_t>(0, spec.B);
+    coverPrefill(prefillRegions(c), nVisFloor(), kChunkedFloor);
+    int32_t const b = *flatRange<int32_t>(0, spec.B);
     int32_t const extraS = implOnGpu() ? *pick<int32_t>(0, 1, 3, 4, 128, 2049) : *pick<int32_t>(0, 1, 3, 4, 5, 128);
     int32_t const newS = std::min<int32_t>(spec.S + extraS, spec.S <= 2048 ? 4200 : spec.S);
     RC_LOG() << "sequence b=" << b << " alone with S'=" << newS << "\n";
@@ -47,16 +50,33 @@ QSA_PROP(BatchInvariance, SequenceAloneVsInBatch, 60) {
 QSA_PROP(BatchInvariance, ChunkBoundariesMoved, 40) {
     SpecOptions o;
     o.tieBias = true;
+    o.shares = defaultShares(true);
+    o.shares.chunked = implOnGpu() ? 30 : 15; // the property's own region: boundaries that really move
     PrefillSpec const spec = *genPrefillSpec(o);
     ref::PrefillCase const c = toCase(spec);
-    std::vector<int32_t> order = *rc::gen::container<std::vector<int32_t>>(rc::gen::inRange<int32_t>(0, spec.B));
+    // The sequences of the new batch: a chunked case keeps all of them (reversed, so that every boundary
+    // falls on other rows of each sequence); otherwise a flat-length selection.
+    std::vector<int32_t> order;
+    if (ref::prefillChunkRows(c.batchSize, c.seqLen) < int64_t(c.batchSize) * c.seqLen) {
+        for (int32_t b = spec.B - 1; b >= 0; --b)
+            order.push_back(b);
+    } else {
+        int32_t const n = *flatRange<int32_t>(1, std::min(spec.B, 16) + 1);
+        for (int32_t i = 0; i < n; ++i)
+            order.push_back(*flatRange<int32_t>(0, spec.B));
+    }
     int64_t const maxB = std::max<int64_t>(1, defaultBudget().largePairs / (int64_t(spec.S) * ((spec.S + 3) / 4)));
-    if (order.empty() || int64_t(order.size()) > std::min<int64_t>(maxB, 16))
+    if (spec.regime != Regime::kChunked && int64_t(order.size()) > std::min<int64_t>(maxB, 16))
         order = {spec.B - 1};
     std::vector<int32_t> shuffled = order;
     std::rotate(shuffled.begin(), shuffled.begin() + shuffled.size() / 2, shuffled.end());
     ref::PrefillCase const a = subBatch(c, order, spec.S, spec.act);
     ref::PrefillCase const b = subBatch(c, shuffled, spec.S, spec.act);
+    PrefillRegions const regions = prefillRegions(c);
+    coverPrefill(regions, nVisFloor(), 0.0);
+    // Boundaries moved: the original or a rearranged batch is chunked (rows of a sequence change chunk).
+    coverage::cover("boundaries_moved", regions.chunked || prefillRegions(a).chunked || prefillRegions(b).chunked,
+                    0.10);
     RC_LOG() << "batches " << order.size() << " sequences, Rc=" << ref::prefillChunkRows(a.batchSize, a.seqLen)
              << " vs the original's " << ref::prefillChunkRows(c.batchSize, c.seqLen) << "\n";
     Capture cap("batch_invariance", describe(spec));
@@ -76,6 +96,7 @@ void poolDoesNotChangeOutIdx(bool hostile) {
     o.hostilePool = hostile;
     PrefillSpec const spec = *genPrefillSpec(o);
     ref::PrefillCase const c = toCase(spec);
+    coverPrefill(prefillRegions(c), nVisFloor(), 0.0);
     ref::PrefillCase noPool = c;
     noPool.hasPool = false;
     noPool.pool = ref::HostPool{};

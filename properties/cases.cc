@@ -5,6 +5,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "reference/stages.h"
+
 namespace qsa {
 namespace prop {
 namespace {
@@ -68,6 +70,17 @@ Chain makeChain(DecodeChainSpec const& s) {
         ch.steps.push_back(std::move(d));
     }
     return ch;
+}
+
+std::vector<uint16_t> refPoolAfterPrefill(ref::PrefillCase const& c) {
+    std::vector<uint16_t> pool = c.pool.data;
+    int32_t const B = c.batchSize, S = c.seqLen, MB = ceilDiv(S, 4);
+    std::vector<uint16_t> kbar(size_t(B) * MB * 128);
+    ref::PoolView const view{pool.data(), c.pool.pageTable.data(), c.pool.dims};
+    ref::kCompressPaged(c.dtype, kbar.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(), c.wK.data(),
+                        c.rmsEps, B, S, MB, 0, MB, 0, view);
+    ref::rawKTailScatter(c.dtype, c.indexQk.data(), c.contextLengths.data(), B, S, view);
+    return pool;
 }
 
 ref::PrefillCase subBatch(ref::PrefillCase const& c, std::vector<int32_t> const& seqs, int32_t newS,

@@ -19,6 +19,11 @@ struct Chain {
 };
 Chain makeChain(DecodeChainSpec const& s);
 
+// The pool after a prefill of `c` by the reference's pool stages alone (K1b paged, then the raw-k tail
+// scatter: what ref::runPrefill does to the pool, without K2 and the sort, so a decode chain with
+// L > 2048 starts cheaply). Decode-only properties start their steps from it.
+std::vector<uint16_t> refPoolAfterPrefill(ref::PrefillCase const& c);
+
 // A prefill case holding sequences `seqs` of `c` (repeats allowed) with sequence length newS >= c.seqLen;
 // the added rows t >= c.seqLen hold poison. Without a pool.
 ref::PrefillCase subBatch(ref::PrefillCase const& c, std::vector<int32_t> const& seqs, int32_t newS,

@@ -3,6 +3,7 @@
 // streams at once.
 #include "properties/cases.h"
 #include "properties/prop.h"
+#include "properties/regions.h"
 
 namespace qsa {
 namespace prop {
@@ -18,10 +19,11 @@ RunOptions fillOption(int i, uint64_t seed) {
 
 QSA_PROP(Determinism, PrefillRepeatsBitwise, 60) {
     SpecOptions o;
-    o.pool = *rc::gen::arbitrary<bool>();
+    o.pool = *pick(false, true);
     o.tieBias = true;
     PrefillSpec const spec = *genPrefillSpec(o);
     ref::PrefillCase const c = toCase(spec);
+    coverPrefill(prefillRegions(c), nVisFloor(), 0.0);
     Capture cap("determinism", describe(spec));
     cap.add(c);
     PrefillOut const first = runImplPrefill(c, fillOption(0, spec.act.seed));
@@ -41,6 +43,7 @@ QSA_PROP(Determinism, TwoStreamsInFlight, 40) {
     PrefillSpec const sa = *genPrefillSpec(o);
     PrefillSpec const sb = *genPrefillSpec(o);
     ref::PrefillCase const a = toCase(sa), b = toCase(sb);
+    coverPrefill(prefillRegions(a), nVisFloor(), 0.0);
     Capture cap("determinism", describe(sa));
     cap.add(a);
     RunOptions nan;
@@ -55,8 +58,9 @@ QSA_PROP(Determinism, TwoStreamsInFlight, 40) {
 QSA_PROP(Determinism, DecodeRepeatsBitwise, 40) {
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 300, 2, true, false);
     Chain ch = makeChain(spec);
+    coverDecode(decodeRegions(ch.steps), nVisFloor());
     Capture cap("determinism", describe(spec));
-    std::vector<uint16_t> pool = runImplPrefill(ch.prefillL).pool;
+    std::vector<uint16_t> pool = refPoolAfterPrefill(ch.prefillL);
     for (ref::DecodeCase& d : ch.steps) {
         d.pool.data = pool;
         cap.add(d);

@@ -11,6 +11,7 @@
 
 #include "properties/cases.h"
 #include "properties/prop.h"
+#include "properties/regions.h"
 
 namespace qsa {
 namespace prop {
@@ -20,11 +21,14 @@ namespace {
 // >= maxPagesPerSeq are hardened, so the hostile-pool half of each differential is its own property.
 void prefillMatchesReference(bool hostile) {
     SpecOptions o;
-    o.tieBias = *rc::gen::arbitrary<bool>();
-    o.pool = hostile || *rc::gen::arbitrary<bool>();
+    o.tieBias = *pick(false, true);
+    o.pool = hostile || *pick(false, true);
     o.hostilePool = hostile;
+    o.shares = defaultShares(true);
     PrefillSpec const spec = *genPrefillSpec(o);
     ref::PrefillCase const c = toCase(spec);
+    PrefillRegions const regions = prefillRegions(c);
+    coverPrefill(regions, nVisFloor(), kChunkedFloor);
     Capture cap("differential", describe(spec));
     cap.add(c);
     RunOptions ro;
@@ -33,6 +37,15 @@ void prefillMatchesReference(bool hostile) {
     if (fullReferenceAffordable(c)) {
         ref::PrefillResult const want = ref::runPrefill(c);
         QSA_REQUIRE_EMPTY(diffPrefillStages(c, got, PrefillStages{want.qNormed, want.kbar}));
+        // Ties across ranks 512/513 on the last valid row of each sequence (logits of the reference).
+        bool tie = false;
+        int32_t const MB = (c.seqLen + 3) / 4;
+        for (int32_t b = 0; b < c.batchSize && !tie; ++b) {
+            int32_t const ctx = std::min(std::max(c.contextLengths[b], 0), c.seqLen);
+            if (ctx / 4 > 512)
+                tie = tiesAtRank(&want.logits[(size_t(b) * c.seqLen + ctx - 1) * MB], ctx / 4);
+        }
+        coverage::cover("tie_at_rank_512", tie);
         QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, c.seqLen, "prefill vs reference"));
         if (c.hasPool)
             QSA_REQUIRE_EMPTY(diffPool(got.pool, want.poolAfter, c.pool.dims, "prefill pool vs reference"));
@@ -68,8 +81,9 @@ QSA_PROP(Differential, PrefillHostilePoolMatchesReference, 50) {
 void decodeStepsMatchReference(bool hostile) {
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 300, 6, false, hostile);
     Chain ch = makeChain(spec);
+    coverDecode(decodeRegions(ch.steps), nVisFloor());
     Capture cap("differential", describe(spec));
-    std::vector<uint16_t> pool = ref::runPrefill(ch.prefillL).poolAfter;
+    std::vector<uint16_t> pool = refPoolAfterPrefill(ch.prefillL);
     for (size_t k = 0; k < ch.steps.size(); ++k) {
         ref::DecodeCase& d = ch.steps[k];
         d.pool.data = pool;
@@ -105,20 +119,27 @@ QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
     spec.B = std::min(spec.B, implOnGpu() ? 4 : 1);
     spec.L.resize(spec.B);
     for (int32_t& L : spec.L)
-        L = *rc::gen::inRange<int32_t>(2049, hi);
-    if (spec.act.ties == Ties::kNone)
-        spec.act.ties = Ties::kNegativeDots;
+        L = *flatRange<int32_t>(2051, hi); // ctx >= 2052 at the first step: nVis > 512 throughout
+    // Tie modes whose logits tie across ranks 512/513 (see PrefillDecode.TiesAtTheSelectionThreshold).
+    spec.act.ties = *pick(Ties::kNegativeDots, Ties::kDupBlocks, Ties::kDeadGammaK, Ties::kDupBlocks);
+    spec.act.distinctBlocks = *flatRange<int32_t>(1, 5);
     spec.act.rope = Rope::kIdentity;
     spec.act.extremeGamma = false;
+    spec.regime = Regime::kManyBlocks;
     fitPool(spec.pool, int64_t(spec.B) * hi);
     Chain ch = makeChain(spec);
+    coverDecode(decodeRegions(ch.steps), 1.0);
     Capture cap("differential", describe(spec));
-    std::vector<uint16_t> pool = ref::runPrefill(ch.prefillL).poolAfter;
+    std::vector<uint16_t> pool = refPoolAfterPrefill(ch.prefillL);
+    bool tie = false;
     for (size_t k = 0; k < ch.steps.size(); ++k) {
         ref::DecodeCase& d = ch.steps[k];
         d.pool.data = pool;
         cap.add(d);
         ref::DecodeResult const want = ref::runDecode(d);
+        for (int32_t b = 0; b < d.batchSize; ++b)
+            if (ref::decodeRowValid(d.contextLengths[b], d.maxBlocks))
+                tie |= tiesAtRank(&want.logits[size_t(b) * d.maxBlocks], d.contextLengths[b] / 4);
         RunOptions ro;
         ro.readStages = true;
         DecodeOut const got = runImplDecode(d, ro);
@@ -127,6 +148,7 @@ QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
         QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, 1, "decode (nVis > 512) vs reference"));
         pool = want.poolAfter;
     }
+    coverage::cover("tie_at_rank_512", tie, kThresholdTieFloor);
 }
 
 // Always chunked (B * S * MB > 8388608, so Rc < B * S): sampled rows around every chunk boundary equal the
@@ -139,13 +161,15 @@ QSA_PROP(Differential, ChunkedPrefillMatchesReference, implOnGpu() ? 10 : 1) {
     spec.S = implOnGpu() ? *rc::gen::noShrink(pick<int32_t>(2049, 4096, 8192, 6001)) : 2049;
     int32_t const MB = (spec.S + 3) / 4;
     int32_t const minB = int32_t(8388608 / (int64_t(spec.S) * MB)) + 1;
-    spec.B = std::min(minB + (implOnGpu() ? *rc::gen::noShrink(rc::gen::inRange<int32_t>(0, 3)) : 0),
+    spec.B = std::min(minB + (implOnGpu() ? *rc::gen::noShrink(flatRange<int32_t>(0, 3)) : 0),
                       std::max(minB, 32768 / spec.S));
     spec.ctx.clear();
     for (int32_t b = 0; b < spec.B; ++b)
         spec.ctx.push_back(b % 3 == 1 ? spec.S - 1 - 4 * b : spec.S);
     spec.hasPool = false;
+    spec.regime = Regime::kChunked;
     ref::PrefillCase const c = toCase(spec);
+    coverPrefill(prefillRegions(c), 0.0, 1.0);
     Capture cap("differential", describe(spec));
     cap.add(c);
     RunOptions ro;

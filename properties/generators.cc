@@ -60,7 +60,20 @@ uint16_t hugeT(DType dt, uint64_t r) {
     uint16_t const sign = (r >> 40) & 1 ? 0x8000 : 0;
     if (r % 16 == 0)
         return uint16_t(sign | (dt == DType::kHalf ? 0x7C00 : 0x7F80)); // inf
-    return dt == DType::kHalf ? uint16_t(sign | (0x7800 + r % 0x400)) : uint16_t(sign | (0x7F00 + r % 0x80));
+    if (dt == DType::kHalf)
+        return uint16_t(sign | (0x7800 + r % 0x400));
+    // bf16: 2^56..2^127, so that the sum of squares is finite, near FLT_MAX, or overflows.
+    return uint16_t(sign | ((127 + 56 + uint32_t((r >> 8) % 72)) << 7) | ((r >> 16) & 0x7F));
+}
+
+// Tiny magnitudes: bf16 2^-72..2^-56 with a random mantissa (squares and their sum over 128 values then
+// land where s * (1/128) is subnormal), half's smallest subnormals (1..16 units of 2^-24).
+uint16_t tinyT(DType dt, uint64_t r) {
+    uint16_t const sign = (r >> 40) & 1 ? 0x8000 : 0;
+    if (dt == DType::kHalf)
+        return uint16_t(sign | (1 + r % 16));
+    uint32_t const e = 127 - 72 + uint32_t((r >> 8) % 17);
+    return uint16_t(sign | (e << 7) | ((r >> 16) & 0x7F));
 }
 
 float unit(uint64_t r) {
@@ -91,6 +104,8 @@ uint16_t payloadValue(ActSpec const& a, uint64_t r, int sign) {
         v = toT(dt, 0.5f * float(int(r % 5) - 2));
     } else if (p == Payload::kSubnormal) {
         v = subnormalT(dt, r);
+    } else if (p == Payload::kTiny) {
+        v = tinyT(dt, r);
     } else if (p == Payload::kHuge) {
         v = hugeT(dt, r);
     } else {
@@ -113,6 +128,8 @@ char const* name(Payload p) {
         return "huge";
     case Payload::kMixed:
         return "mixed";
+    case Payload::kTiny:
+        return "tiny";
     }
     return "?";
 }
@@ -199,7 +216,8 @@ std::vector<float> makeCosSin(Rope r, int32_t rows) {
     std::vector<float> v(size_t(std::max(rows, 1)) * 64);
     for (int32_t p = 0; p < std::max(rows, 1); ++p) {
         for (int i = 0; i < 32; ++i) {
-            double const ang = p * std::pow(10000.0, -double(i) / 32.0);
+            double const theta = r == Rope::kModel ? 1e7 : 10000.0;
+            double const ang = p * std::pow(theta, -double(i) / 32.0);
             v[size_t(p) * 64 + i] = r == Rope::kIdentity ? 1.0f : float(std::cos(ang));
             v[size_t(p) * 64 + 32 + i] = r == Rope::kIdentity ? 0.0f : float(std::sin(ang));
         }
@@ -306,6 +324,34 @@ ref::PrefillCase toCase(PrefillSpec const& s) {
 
 // ---- generators -----------------------------------------------------------------------------------
 
+RegimeShares defaultShares(bool chunked) {
+    RegimeShares s;
+    s.manyBlocks = implOnGpu() ? 30 : 15;
+    s.pageEdge = 15;
+    s.chunked = chunked ? 15 : (implOnGpu() ? 10 : 0);
+    return s;
+}
+
+rc::Gen<Regime> regimeGen(RegimeShares const& s) {
+    // Slots of the 20-size period in an order that spreads each regime over the period (bit-reversal-like),
+    // so that the evenly spread sizes of a run of any length land in every regime's slots alike.
+    static constexpr int kOrder[20] = {0, 10, 5, 15, 2, 12, 7, 17, 4, 14, 9, 19, 1, 11, 6, 16, 3, 13, 8, 18};
+    std::vector<Regime> table(20, Regime::kSmall);
+    int next = 0;
+    auto assign = [&](int pct, Regime r) {
+        for (int i = 0; i < pct / 5 && next < 20; ++i)
+            table[kOrder[next++]] = r;
+    };
+    assign(s.manyBlocks, Regime::kManyBlocks);
+    assign(s.chunked, Regime::kChunked);
+    assign(s.pageEdge, Regime::kPageEdge);
+    return rc::Gen<Regime>([table](rc::Random const&, int size) {
+        Regime const r = table[size_t(std::max(size, 0)) % 20];
+        return rc::shrinkable::shrinkRecur(
+            r, [](Regime x) { return x == Regime::kSmall ? rc::Seq<Regime>() : rc::seq::just(Regime::kSmall); });
+    });
+}
+
 // One weighted list sorted by S, so that shrinking (towards index 0) walks towards the smallest S.
 rc::Gen<int32_t> genSeqLen(Budget const& b) {
     std::map<int32_t, size_t> w;
@@ -329,6 +375,53 @@ rc::Gen<int32_t> genSeqLen(Budget const& b) {
         pairs.push_back({weight, S});
     return weighted<int32_t>(std::move(pairs));
 }
+
+namespace {
+
+// S of the small regime (the readable half of genSeqLen without its large entries).
+std::vector<std::pair<size_t, int32_t>> smallSeqLens() {
+    std::map<int32_t, size_t> w;
+    for (int32_t S = 1; S <= 32; ++S)
+        w[S] += 16;
+    for (int32_t S : {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 17, 31, 32, 33})
+        w[S] += 10;
+    for (int32_t S = 33; S <= 520; S += 7)
+        w[S] += 2;
+    std::vector<std::pair<size_t, int32_t>> v;
+    for (auto const& [S, weight] : w)
+        v.push_back({weight, S});
+    return v;
+}
+
+// A fraction in [0, 65536) picks from a weighted list (sorted, smallest first): shrinking the fraction
+// towards 0 walks towards the first entry.
+template <typename T>
+T atFraction(std::vector<std::pair<size_t, T>> const& v, uint32_t frac) {
+    size_t total = 0;
+    for (auto const& p : v)
+        total += p.first;
+    size_t k = size_t((uint64_t(frac) * total) >> 16);
+    for (auto const& p : v) {
+        if (k < p.first)
+            return p.second;
+        k -= p.first;
+    }
+    return v.back().second;
+}
+
+template <typename T>
+std::vector<std::pair<size_t, T>> evenly(std::vector<T> const& v) {
+    std::vector<std::pair<size_t, T>> r;
+    for (T const& x : v)
+        r.push_back({1, x});
+    return r;
+}
+
+rc::Gen<uint32_t> fraction() {
+    return flatRange<uint32_t>(0, 1u << 16);
+}
+
+} // namespace
 
 // A context length relative to S, so that it survives shrinking S (picks after a shrunk pick are drawn anew
 // in RapidCheck's gen::exec; these are drawn before S).
@@ -357,10 +450,10 @@ rc::Gen<CtxKind> genCtxKind() {
         CtxKind c;
         c.kind = *weighted<int>({{4, 0}, {4, 1}, {1, 2}, {1, 3}, {4, 4}});
         if (c.kind == 1)
-            c.frac = *rc::gen::inRange<uint32_t>(0, 1u << 16);
+            c.frac = *fraction();
         if (c.kind == 4) {
             c.m = *pick<int32_t>(4, 128, 2048);
-            c.k = *rc::gen::inRange<int32_t>(0, 1 << 16);
+            c.k = *flatRange<int32_t>(0, 1 << 16);
             c.d = *pick<int32_t>(0, -1, 1);
         }
         return c;
@@ -381,21 +474,31 @@ rc::Gen<ActSpec> genActSpec(bool tieBias, bool allowPoison) {
     return rc::gen::exec([tieBias, allowPoison] {
         ActSpec a;
         a.dtype = *pick(DType::kHalf, DType::kBf16);
-        a.payload = *weighted<Payload>(
-            {{6, Payload::kNormal}, {1, Payload::kSubnormal}, {1, Payload::kHuge}, {2, Payload::kMixed}});
+        a.payload = *weighted<Payload>({{5, Payload::kNormal},
+                                        {1, Payload::kSubnormal},
+                                        {1, Payload::kHuge},
+                                        {2, Payload::kMixed},
+                                        {1, Payload::kTiny}});
         uint32_t const tieWeight = tieBias ? 6 : 1;
         a.ties = *weighted<Ties>({{tieBias ? 2u : 6u, Ties::kNone},
                                   {tieWeight, Ties::kDupBlocks},
                                   {tieWeight, Ties::kNegativeDots},
                                   {tieWeight, Ties::kQuantized},
                                   {1, Ties::kDeadGammaK}});
-        a.distinctBlocks = a.ties == Ties::kDupBlocks ? *rc::gen::inRange<int32_t>(1, 5) : 1;
+        a.distinctBlocks = a.ties == Ties::kDupBlocks ? *flatRange<int32_t>(1, 5) : 1;
         bool const tiesNeedIdentity = a.ties == Ties::kDupBlocks || a.ties == Ties::kNegativeDots;
-        a.rope = tiesNeedIdentity ? Rope::kIdentity : *weighted<Rope>({{4, Rope::kReal}, {1, Rope::kIdentity}});
+        a.rope = tiesNeedIdentity ? Rope::kIdentity
+                                  : *weighted<Rope>({{2, Rope::kReal}, {2, Rope::kModel}, {1, Rope::kIdentity}});
         a.poisonPadding = allowPoison && *weighted<bool>({{1, false}, {2, true}});
         a.extremeGamma = !tiesNeedIdentity && *weighted<bool>({{5, false}, {1, true}});
-        a.epsBits = *weighted<uint32_t>(
-            {{8, 0x358637BDu}, {1, 0u}, {1, 0x3727C5ACu}, {1, 0x3F800000u}, {1, 0xB58637BDu}, {1, 1u}});
+        if (a.payload == Payload::kTiny) {
+            // rmsEps 1e-6 would dominate s/128: tiny eps (0, the least subnormal, subnormals, least normal).
+            a.epsBits = *weighted<uint32_t>(
+                {{2, 0u}, {2, 1u}, {1, 0x00000400u}, {2, 0x00400000u}, {1, 0x00800000u}, {1, 0x358637BDu}});
+        } else {
+            a.epsBits = *weighted<uint32_t>(
+                {{8, 0x358637BDu}, {1, 0u}, {1, 0x3727C5ACu}, {1, 0x3F800000u}, {1, 0xB58637BDu}, {1, 1u}});
+        }
         a.seed = *rc::gen::arbitrary<uint32_t>();
         return a;
     });
@@ -413,18 +516,18 @@ rc::Gen<PoolSpec> genPoolSpec(bool hostile, int64_t tokensTotal) {
     return rc::gen::exec([hostile, tokensTotal] {
         PoolSpec p;
         bool const big = tokensTotal > 16384;
-        p.numKVHeads = big ? 1 : *rc::gen::inRange<int32_t>(1, 5);
+        p.numKVHeads = big ? 1 : *flatRange<int32_t>(1, 5);
         auto const dims = big ? std::make_pair(1, 129)
                               : *pick(std::make_pair(256, 384), std::make_pair(128, 256), std::make_pair(1, 129),
                                       std::make_pair(64, 192), std::make_pair(256, 512));
         p.headSize = dims.first;
         p.poolHeadDim = dims.second;
-        p.extraSlots = *rc::gen::inRange<int32_t>(0, 3);
-        p.extraPages = *rc::gen::inRange<int32_t>(0, 5);
+        p.extraSlots = *flatRange<int32_t>(0, 3);
+        p.extraPages = *flatRange<int32_t>(0, 5);
         if (hostile) {
             p.holesPer16 = *pick<int32_t>(0, 3, 8);
-            p.outOfPlane = *rc::gen::arbitrary<bool>();
-            p.truncated = *weighted<bool>({{3, false}, {1, true}});
+            p.outOfPlane = *pick(false, true);
+            p.truncated = *pick(false, true);
         }
         p.seed = *rc::gen::arbitrary<uint32_t>();
         fitPool(p, tokensTotal);
@@ -432,76 +535,249 @@ rc::Gen<PoolSpec> genPoolSpec(bool hostile, int64_t tokensTotal) {
     });
 }
 
+namespace {
+
+// The ties of the nVis > 512 regime: repeated kbar rows (logit groups of ~nVis/d equal values, the last
+// group spans ranks 512 and 513), all logits +0.0, or distinct logits (a quarter, with a real rope).
+void manyBlocksTies(ActSpec& a, uint32_t frac) {
+    int const k = int((uint64_t(frac) * 20) >> 16);
+    if (k < 5) {
+        a.ties = Ties::kNone;
+        return;
+    }
+    if (k < 13) {
+        a.ties = Ties::kDupBlocks;
+        a.distinctBlocks = 1 + (k - 5) % 4;
+    } else if (k < 17) {
+        a.ties = Ties::kNegativeDots;
+    } else {
+        a.ties = Ties::kDeadGammaK;
+    }
+    if (a.ties != Ties::kDeadGammaK) {
+        a.rope = Rope::kIdentity;
+        a.extremeGamma = false;
+    }
+}
+
+// A chunked geometry (B, S) whose first boundary row Rc falls where `at` asks. On the CPU the cheapest ones:
+// the sort of B*S*MB >= 8388608 entries and the B*S output rows dominate, so B*S stays near its minimum
+// (~5800 rows) and the boundary sequence has few valid rows before the boundary (K2 reads visible entries
+// only). Boundary rows: (3, 4096) -> (2, 0); (2, 5781) -> (1, 20); (1, 5793) -> (0, 5789).
+struct ChunkGeometry {
+    int32_t B, S;
+};
+std::vector<ChunkGeometry> chunkGeometries(ChunkAt at) {
+    bool const gpu = implOnGpu();
+    switch (at) {
+    case ChunkAt::kSeqStart: // Rc a multiple of S: the boundary row is (Rc / S, 0)
+        return gpu ? std::vector<ChunkGeometry>{{3, 4096}, {9, 2048}, {33, 1024}, {2, 8192}}
+                   : std::vector<ChunkGeometry>{{3, 4096}};
+    case ChunkAt::kBlockEdge: // boundary at a small t with t % 4 == 0: (1, 20), (32, 64), (33, 24), (21, 44)
+        return gpu ? std::vector<ChunkGeometry>{{2, 5781}, {33, 1022}, {34, 1008}, {22, 1262}}
+                   : std::vector<ChunkGeometry>{{2, 5781}};
+    case ChunkAt::kLastValid: // (1, 20), (21, 1233), (8, 1927), (4, 2585); the GPU also (0, 5789)
+        return gpu ? std::vector<ChunkGeometry>{{2, 5781}, {22, 1234}, {9, 1930}, {5, 2590}, {1, 5793}}
+                   : std::vector<ChunkGeometry>{{2, 5781}};
+    default: // in padding: (0, 5789), (21, 1233), (8, 1927), (4, 2585)
+        return gpu ? std::vector<ChunkGeometry>{{1, 5793}, {22, 1234}, {9, 1930}, {5, 2590}}
+                   : std::vector<ChunkGeometry>{{1, 5793}};
+    }
+}
+
+// The chunked regime: geometry, then context lengths that put the first boundary row where `at` says. On
+// the CPU the other sequences hold at most 64 valid rows (K2 work stays small); on the GPU they keep their
+// drawn kinds.
+void makeChunked(PrefillSpec& s, ChunkAt at, uint32_t geoFrac, uint32_t ctxFrac, std::vector<CtxKind> const& kinds) {
+    std::vector<ChunkGeometry> const geos = chunkGeometries(at);
+    ChunkGeometry const g = atFraction(evenly(geos), geoFrac);
+    s.B = g.B;
+    s.S = g.S;
+    s.chunkAt = at;
+    int64_t const rc = ref::prefillChunkRows(s.B, s.S);
+    int32_t const bb = int32_t(rc / s.S), t = int32_t(rc % s.S);
+    s.ctx.assign(size_t(s.B), 0);
+    for (int32_t b = 0; b < s.B; ++b) {
+        int32_t const c = kinds[size_t(b) % kinds.size()].at(s.S);
+        s.ctx[b] = implOnGpu() ? c : std::min(c, int32_t(c % 65));
+    }
+    int32_t const spare = int32_t((uint64_t(ctxFrac) * 64) >> 16); // 0..63
+    switch (at) {
+    case ChunkAt::kSeqStart:
+        s.ctx[bb] = std::min(s.S, 1 + spare); // the boundary is this sequence's first row
+        break;
+    case ChunkAt::kLastValid:
+        s.ctx[bb] = t + 1;
+        break;
+    case ChunkAt::kPadding:
+        s.ctx[bb] = std::max(0, t - 1 - spare);
+        break;
+    default:
+        s.ctx[bb] = std::min(s.S, t + 1 + spare);
+        break;
+    }
+}
+
+} // namespace
+
 // Independent components (rc::gen::tuple shrinks each with the others held fixed, unlike gen::exec,
-// which draws every later pick anew): S first, so that shrinking starts with the sequence length.
+// which draws every later pick anew): the regime first, then S, so that shrinking starts with them.
 rc::Gen<PrefillSpec> genPrefillSpec(SpecOptions const& o) {
-    auto wantB = weightedGen<int32_t>({{8, rc::gen::inRange<int32_t>(1, 4)}, {2, rc::gen::inRange<int32_t>(1, 17)}});
+    auto wantB = weightedGen<int32_t>({{8, flatRange<int32_t>(1, 4)}, {2, flatRange<int32_t>(1, 17)}});
     auto kinds = rc::gen::container<std::vector<CtxKind>>(16, genCtxKind());
-    return rc::gen::map(rc::gen::tuple(genSeqLen(o.budget), wantB, kinds, genActSpec(o.tieBias, o.allowPoison),
-                                       genPoolSpec(o.hostilePool, 0)),
-                        [o](std::tuple<int32_t, int32_t, std::vector<CtxKind>, ActSpec, PoolSpec> const& t) {
-                            PrefillSpec s;
-                            s.S = std::get<0>(t);
-                            // A truncated table (maxPagesPerSeq = needed - 1) truncates nothing when S <= 128:
-                            // take S past one page so that slots >= maxPagesPerSeq are addressed.
-                            bool const truncated = o.pool && std::get<4>(t).truncated;
-                            if (truncated && s.S <= 128)
-                                s.S += 128;
-                            int64_t const perSeq = int64_t(s.S) * ceilDiv(s.S, 4);
-                            int64_t const pairs =
-                                perSeq > o.budget.typicalPairs ? o.budget.largePairs : o.budget.typicalPairs;
-                            int64_t const maxB =
-                                std::max<int64_t>(1, std::min<int64_t>(pairs / perSeq, o.budget.maxRows / s.S));
-                            s.B = int32_t(std::min<int64_t>(std::get<1>(t), maxB));
-                            for (int32_t b = 0; b < s.B; ++b)
-                                s.ctx.push_back(std::get<2>(t)[b].at(s.S));
-                            // ... and a context past the pages the truncated table covers.
-                            if (truncated)
-                                s.ctx[0] = std::max(s.ctx[0], 128 * ((s.S - 1) / 128) + 1);
-                            s.act = std::get<3>(t);
-                            s.hasPool = o.pool;
-                            if (o.pool) {
-                                s.pool = std::get<4>(t);
-                                fitPool(s.pool, int64_t(s.B) * s.S);
+    auto fracs = rc::gen::container<std::vector<uint32_t>>(4, fraction());
+    using Parts = std::tuple<Regime, uint32_t, int32_t, std::vector<CtxKind>, ActSpec, PoolSpec, std::vector<uint32_t>>;
+    return rc::gen::map(
+        rc::gen::tuple(regimeGen(o.shares), fraction(), wantB, kinds, genActSpec(o.tieBias, o.allowPoison),
+                       genPoolSpec(o.hostilePool, 0), fracs),
+        [o](Parts const& t) {
+            PrefillSpec s;
+            s.regime = std::get<0>(t);
+            uint32_t const sFrac = std::get<1>(t);
+            std::vector<CtxKind> kinds = std::get<3>(t);
+            std::vector<uint32_t> const& f = std::get<6>(t);
+            s.act = std::get<4>(t);
+            bool const gpu = implOnGpu();
+            auto fitB = [&](int64_t pairsBudget, int32_t want) {
+                int64_t const perSeq = int64_t(s.S) * ceilDiv(s.S, 4);
+                int64_t const maxB =
+                    std::max<int64_t>(1, std::min<int64_t>(pairsBudget / perSeq, o.budget.maxRows / s.S));
+                s.B = int32_t(std::min<int64_t>(want, maxB));
+            };
+            switch (s.regime) {
+            case Regime::kSmall:
+                s.S = atFraction(smallSeqLens(), sFrac);
+                fitB(o.budget.typicalPairs, std::get<2>(t));
+                break;
+            case Regime::kPageEdge: {
+                std::vector<int32_t> v = {124, 127, 128, 129, 131, 132, 255, 256, 257, 260, 383, 384, 385};
+                if (gpu)
+                    v.insert(v.end(), {511, 512, 513, 1023, 1024, 1025});
+                s.S = atFraction(evenly(v), sFrac);
+                fitB(gpu ? o.budget.typicalPairs : o.budget.typicalPairs * 4, std::get<2>(t));
+                for (CtxKind& k : kinds) {
+                    if (k.kind == 4)
+                        k.m = 128; // near a multiple of 128: the last page used is just full / just begun
+                }
+                break;
+            }
+            case Regime::kManyBlocks: {
+                std::vector<int32_t> v = {2052, 2053, 2054, 2055, 2056, 2059};
+                if (gpu)
+                    v.insert(v.end(), {2060, 2063, 2100, 2560, 4096, 4099});
+                s.S = atFraction(evenly(v), sFrac);
+                s.B = gpu ? std::min<int32_t>(std::get<2>(t), s.S > 2100 ? 2 : 4) : 1;
+                manyBlocksTies(s.act, f[0]);
+                break;
+            }
+            case Regime::kChunked: {
+                // The CPU takes the cheapest placement (in padding, B = 1) in half of its chunked cases.
+                ChunkAt const at =
+                    atFraction(std::vector<std::pair<size_t, ChunkAt>>{{gpu ? 1u : 3u, ChunkAt::kPadding},
+                                                                       {1, ChunkAt::kLastValid},
+                                                                       {1, ChunkAt::kSeqStart},
+                                                                       {1, ChunkAt::kBlockEdge}},
+                               f[0]);
+                makeChunked(s, at, f[1], f[2], kinds);
+                break;
+            }
+            }
+            if (s.regime != Regime::kChunked) {
+                s.ctx.clear();
+                for (int32_t b = 0; b < s.B; ++b)
+                    s.ctx.push_back(kinds[b].at(s.S));
+            }
+            if (s.regime == Regime::kManyBlocks) {
+                // Sequence 0 reaches nVis > 512: ctx in {S, S - 1, 2052, 2053, 2055}.
+                int32_t const c = atFraction(evenly(std::vector<int32_t>{s.S, s.S - 1, 2052, 2053, 2055}), f[1]);
+                s.ctx[0] = std::min(s.S, std::max(2052, c));
+            }
+            s.hasPool = o.pool;
+            if (o.pool) {
+                s.pool = std::get<5>(t);
+                fitPool(s.pool, int64_t(s.B) * s.S);
+                // A truncated table (maxPagesPerSeq = needed - 1) is hit only by a sequence past the pages it
+                // covers: make sequence 0 full, and draw truncation only where S > 128 can reach past them.
+                if (s.pool.truncated && s.S > 128)
+                    s.ctx[0] = s.S;
+                else
+                    s.pool.truncated = false;
+            }
+            return s;
+        });
+}
+
+rc::Gen<DecodeChainSpec> genDecodeChainSpecShares(int32_t maxL, int32_t maxSteps, bool tieBias, bool hostile,
+                                                  RegimeShares const& shares) {
+    RegimeShares sh = shares;
+    sh.chunked = 0;
+    bool const gpu = implOnGpu();
+    auto B = weightedGen<int32_t>({{4, flatRange<int32_t>(1, 3)}, {1, flatRange<int32_t>(1, 9)}});
+    auto L = rc::gen::container<std::vector<uint32_t>>(8, fraction());
+    // extraBlocks -1 puts the last steps on the floor boundary ctx / 4 == maxBlocks < ceilDiv(ctx, 4).
+    auto extras = rc::gen::tuple(weighted<bool>({{3, true}, {1, false}}), flatRange<int32_t>(-1, 3), fraction());
+    using Parts = std::tuple<Regime, int32_t, std::vector<uint32_t>, int32_t, ActSpec, PoolSpec,
+                             std::tuple<bool, int32_t, uint32_t>>;
+    return rc::gen::map(rc::gen::tuple(regimeGen(sh), B, L, flatRange<int32_t>(1, maxSteps + 1),
+                                       genActSpec(tieBias, false), genPoolSpec(hostile, 0), extras),
+                        [maxL, gpu](Parts const& t) {
+                            DecodeChainSpec s;
+                            s.regime = std::get<0>(t);
+                            s.B = std::get<1>(t);
+                            s.steps = std::get<3>(t);
+                            s.act = std::get<4>(t);
+                            std::vector<uint32_t> const& lf = std::get<2>(t);
+                            std::vector<std::pair<size_t, int32_t>> smallL;
+                            for (int32_t l = 0; l <= std::min(maxL, 40); ++l)
+                                smallL.push_back({3, l});
+                            for (int32_t l = 41; l <= maxL; l += 7)
+                                smallL.push_back({1, l});
+                            std::vector<int32_t> page;
+                            for (int32_t base : {128, 256, 384})
+                                for (int32_t d = -5; d <= 1; ++d)
+                                    page.push_back(base + d);
+                            std::vector<int32_t> many = {2043, 2045, 2047, 2048, 2049, 2050, 2051, 2052, 2055, 2060};
+                            if (gpu)
+                                many.insert(many.end(), {2100, 2561, 3000, 4095, 4200});
+                            if (s.regime == Regime::kManyBlocks) {
+                                s.B = gpu ? std::min(s.B, 4) : 1;
+                                manyBlocksTies(s.act, std::get<2>(std::get<6>(t)));
+                                // nVis > 512 needs ctx >= 2052 at some step: L + steps >= 2052.
+                                s.steps = std::max(s.steps, 1);
                             }
+                            for (int32_t b = 0; b < s.B; ++b) {
+                                switch (s.regime) {
+                                case Regime::kPageEdge:
+                                    s.L.push_back(atFraction(evenly(page), lf[b]));
+                                    break;
+                                case Regime::kManyBlocks:
+                                    s.L.push_back(atFraction(evenly(many), lf[b]));
+                                    break;
+                                default:
+                                    s.L.push_back(atFraction(smallL, lf[b]));
+                                    break;
+                                }
+                            }
+                            if (s.regime == Regime::kManyBlocks)
+                                s.steps = std::max(s.steps, 2052 - s.L[0]);
+                            s.pool = std::get<5>(t);
+                            s.splitCounters = std::get<0>(std::get<6>(t));
+                            s.extraBlocks = std::get<1>(std::get<6>(t));
+                            // A truncated table truncates only when the chain runs past one page (makeChain
+                            // sizes the table for max L + steps tokens): force L[0] + steps > 128, or drop the
+                            // truncation when maxL cannot reach it.
+                            if (s.pool.truncated && *std::max_element(s.L.begin(), s.L.end()) + s.steps <= 128) {
+                                if (maxL + s.steps > 128)
+                                    s.L[0] = 129 - s.steps;
+                                else
+                                    s.pool.truncated = false;
+                            }
+                            fitPool(s.pool, int64_t(s.B) * (*std::max_element(s.L.begin(), s.L.end()) + s.steps));
                             return s;
                         });
 }
 
 rc::Gen<DecodeChainSpec> genDecodeChainSpec(int32_t maxL, int32_t maxSteps, bool tieBias, bool hostile) {
-    auto B = weightedGen<int32_t>({{4, rc::gen::inRange<int32_t>(1, 3)}, {1, rc::gen::inRange<int32_t>(1, 9)}});
-    auto oneL = weightedGen<int32_t>({{3, rc::gen::inRange<int32_t>(0, std::min(maxL, 40) + 1)},
-                                      {1, rc::gen::inRange<int32_t>(0, maxL + 1)},
-                                      {1, rc::gen::map(rc::gen::inRange<int32_t>(0, maxL / 128 + 1), [maxL](int32_t k) {
-                                           return std::max(0, std::min(maxL, k * 128 - 1));
-                                       })}});
-    auto L = rc::gen::container<std::vector<int32_t>>(8, oneL);
-    // extraBlocks -1 puts the last steps on the floor boundary ctx / 4 == maxBlocks < ceilDiv(ctx, 4).
-    auto extras = rc::gen::tuple(weighted<bool>({{3, true}, {1, false}}), rc::gen::inRange<int32_t>(-1, 3));
-    return rc::gen::map(
-        rc::gen::tuple(B, L, rc::gen::inRange<int32_t>(1, maxSteps + 1), genActSpec(tieBias, false),
-                       genPoolSpec(hostile, 0), extras),
-        [maxL](
-            std::tuple<int32_t, std::vector<int32_t>, int32_t, ActSpec, PoolSpec, std::tuple<bool, int32_t>> const& t) {
-            DecodeChainSpec s;
-            s.B = std::get<0>(t);
-            s.L.assign(std::get<1>(t).begin(), std::get<1>(t).begin() + s.B);
-            s.steps = std::get<2>(t);
-            s.act = std::get<3>(t);
-            s.pool = std::get<4>(t);
-            s.splitCounters = std::get<0>(std::get<5>(t));
-            s.extraBlocks = std::get<1>(std::get<5>(t));
-            // A truncated table truncates only when the chain runs past one page (makeChain sizes the table for
-            // max L + steps tokens): force L[0] + steps > 128, or drop the truncation when maxL cannot reach it.
-            if (s.pool.truncated && *std::max_element(s.L.begin(), s.L.end()) + s.steps <= 128) {
-                if (maxL + s.steps > 128)
-                    s.L[0] = 129 - s.steps;
-                else
-                    s.pool.truncated = false;
-            }
-            fitPool(s.pool, int64_t(s.B) * (*std::max_element(s.L.begin(), s.L.end()) + s.steps));
-            return s;
-        });
+    return genDecodeChainSpecShares(maxL, maxSteps, tieBias, hostile, defaultShares(false));
 }
 
 // ---- printing -------------------------------------------------------------------------------------
@@ -510,9 +786,9 @@ std::ostream& operator<<(std::ostream& os, ActSpec const& a) {
     os << (a.dtype == DType::kHalf ? "half" : "bf16") << " payload=" << name(a.payload) << " ties=" << name(a.ties);
     if (a.ties == Ties::kDupBlocks)
         os << "(" << a.distinctBlocks << " distinct blocks)";
-    os << " rope=" << (a.rope == Rope::kReal ? "real" : "identity") << (a.poisonPadding ? " padding=NaN/Inf" : "")
-       << (a.extremeGamma ? " gamma=extreme" : "") << " eps=0x" << std::hex << a.epsBits << std::dec
-       << " seed=" << a.seed;
+    os << " rope=" << (a.rope == Rope::kReal ? "theta1e4" : (a.rope == Rope::kModel ? "theta1e7" : "identity"))
+       << (a.poisonPadding ? " padding=NaN/Inf" : "") << (a.extremeGamma ? " gamma=extreme" : "") << " eps=0x"
+       << std::hex << a.epsBits << std::dec << " seed=" << a.seed;
     return os;
 }
 
@@ -528,9 +804,42 @@ std::ostream& operator<<(std::ostream& os, PoolSpec const& p) {
     return os << " seed=" << p.seed << "}";
 }
 
+char const* name(Regime r) {
+    switch (r) {
+    case Regime::kSmall:
+        return "small";
+    case Regime::kPageEdge:
+        return "page-edge";
+    case Regime::kManyBlocks:
+        return "nVis>512";
+    case Regime::kChunked:
+        return "chunked";
+    }
+    return "?";
+}
+
+char const* name(ChunkAt c) {
+    switch (c) {
+    case ChunkAt::kNone:
+        return "none";
+    case ChunkAt::kSeqStart:
+        return "t=0";
+    case ChunkAt::kLastValid:
+        return "t=ctx-1";
+    case ChunkAt::kPadding:
+        return "in-padding";
+    case ChunkAt::kBlockEdge:
+        return "block-edge";
+    }
+    return "?";
+}
+
 std::ostream& operator<<(std::ostream& os, PrefillSpec const& s) {
     int64_t const rows = int64_t(s.B) * s.S;
-    os << "prefill B=" << s.B << " S=" << s.S << " MB=" << ceilDiv(s.S, 4) << " Rc=" << ref::prefillChunkRows(s.B, s.S)
+    os << "prefill[" << name(s.regime);
+    if (s.chunkAt != ChunkAt::kNone)
+        os << " boundary " << name(s.chunkAt);
+    os << "] B=" << s.B << " S=" << s.S << " MB=" << ceilDiv(s.S, 4) << " Rc=" << ref::prefillChunkRows(s.B, s.S)
        << (ref::prefillChunkRows(s.B, s.S) < rows ? "(chunked)" : "") << " ctx=";
     printVec(os, s.ctx);
     os << " " << s.act;
@@ -540,7 +849,7 @@ std::ostream& operator<<(std::ostream& os, PrefillSpec const& s) {
 }
 
 std::ostream& operator<<(std::ostream& os, DecodeChainSpec const& s) {
-    os << "decode-chain B=" << s.B << " L=";
+    os << "decode-chain[" << name(s.regime) << "] B=" << s.B << " L=";
     printVec(os, s.L);
     os << " steps=" << s.steps << " " << s.act << " " << s.pool << (s.splitCounters ? " splitCounters" : "")
        << " extraBlocks=" << s.extraBlocks;

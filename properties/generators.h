@@ -1,12 +1,18 @@
-// RapidCheck generators of the properties. A generated value is a small SPEC (shape, context lengths,
-// payload and tie modes, pool geometry, a seed) that prints as one readable line and shrinks towards
-// small cases (B -> 1, S -> 1, ctx -> 0 or S, modes -> the plainest); the bulk data is derived from it
-// deterministically by toCase(). Budgets keep typical cases small and a minority large (large ones only
-// where the implementation is a GPU, see Budget).
+// RapidCheck generators of the properties. A generated value is a small SPEC (regime, shape, context
+// lengths, payload and tie modes, pool geometry, a seed) that prints as one readable line and shrinks
+// towards small cases (regime -> small, B -> 1, S -> the regime's smallest, ctx -> 0 or S, modes -> the
+// plainest); the bulk data is derived from it deterministically by toCase().
+//
+// Regions are reached ON PURPOSE (issue 13.1): every case belongs to one Regime (small readable cases,
+// page edges, nVis > 512 with ties at ranks 512/513, chunked with a placed chunk boundary), taken in fixed
+// shares from RapidCheck's size (see regimeGen), and every choice inside a regime is drawn from a list or a
+// flat range that does NOT scale with the size (rc::gen::inRange and arbitrary do scale: the first cases
+// of a run would only ever see their lower ends) and shrinks towards its simplest entry.
 #pragma once
 
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -19,12 +25,24 @@ namespace prop {
 
 using ref::DType;
 
-enum class Payload { kNormal, kSubnormal, kHuge, kMixed };
+// kTiny: bf16 magnitudes 2^-72..2^-56 (so s/128 of normRope is subnormal) or half's smallest subnormals,
+// with a tiny rmsEps (0, subnormal, the least normal).
+enum class Payload { kNormal, kSubnormal, kHuge, kMixed, kTiny };
 // What makes logits tie: kDupBlocks repeats raw-k blocks (with an identity rope, so kbar rows repeat),
 // kNegativeDots makes every dot negative (relu yields runs of exact +0.0), kQuantized draws from 5 values,
 // kDeadGammaK sets every wK to -1 (kbar all zero, every logit +0.0).
 enum class Ties { kNone, kDupBlocks, kNegativeDots, kQuantized, kDeadGammaK };
-enum class Rope { kReal, kIdentity };
+// kReal: theta 10000; kModel: theta 1e7 (the rope table of qwen4_exp); kIdentity: cos 1, sin 0.
+enum class Rope { kReal, kIdentity, kModel };
+
+// The region a case is built for. kSmall: S <= 520, readable. kPageEdge: S and ctx around multiples of 128
+// (pages of the pool, page-table slots). kManyBlocks: a sequence with ctx >= 2052 (nVis > 512, so selection
+// really selects), mostly with logits tied across ranks 512 and 513. kChunked: B*S > Rc (contract section 5)
+// with a chunk boundary placed as ChunkAt says.
+enum class Regime { kSmall, kPageEdge, kManyBlocks, kChunked };
+// Where the chunked regime puts a chunk boundary (row k*Rc = (b, t)): at t = 0 of a later sequence, at
+// t = ctx[b] - 1, inside b's padding (t >= ctx[b]), or at a 4-token block edge inside b's valid rows.
+enum class ChunkAt { kNone, kSeqStart, kLastValid, kPadding, kBlockEdge };
 
 struct ActSpec {
     DType dtype = DType::kHalf;
@@ -53,6 +71,8 @@ struct PoolSpec {
 };
 
 struct PrefillSpec {
+    Regime regime = Regime::kSmall;
+    ChunkAt chunkAt = ChunkAt::kNone;
     int32_t B = 1;
     int32_t S = 1;
     std::vector<int32_t> ctx;
@@ -63,6 +83,7 @@ struct PrefillSpec {
 
 // Prefill of L[b] tokens with a pool, then `steps` decode steps (contract 6 and decode hygiene).
 struct DecodeChainSpec {
+    Regime regime = Regime::kSmall; // kSmall, kPageEdge (steps cross a page) or kManyBlocks (nVis > 512)
     int32_t B = 1;
     std::vector<int32_t> L;
     int32_t steps = 1;
@@ -82,13 +103,37 @@ struct Budget {
 // The budget for where the implementation runs (GPU: chunk-crossing cases with S up to 8192).
 Budget defaultBudget();
 
+// Shares of the regimes in percent, in steps of 5 (regimeGen's period is 20 sizes); kSmall gets the rest.
+struct RegimeShares {
+    int manyBlocks = 0;
+    int chunked = 0;
+    int pageEdge = 0;
+};
+// The shares for where the implementation runs: nVis > 512 in 30% (GPU) / 15% (CPU) of the cases (floors
+// 20% / 10%), page edges 15%, chunked 15% where `chunked` (floor 10%; on the CPU only the properties that
+// claim it pay for it), else 10% on the GPU and none on the CPU.
+RegimeShares defaultShares(bool chunked);
+
 struct SpecOptions {
     bool pool = false;        // generate a pool (valid page table: no holes for pages in use)
     bool hostilePool = false; // also holes, out-of-plane ids, truncated tables
     bool tieBias = false;     // most cases tie-heavy
     bool allowPoison = true;  // NaN / Inf in padded rows
     Budget budget = defaultBudget();
+    RegimeShares shares = defaultShares(false);
 };
+
+// A value in [lo, hi) drawn uniformly WHATEVER the RapidCheck size (unlike rc::gen::inRange), shrinking
+// towards lo.
+template <typename T>
+rc::Gen<T> flatRange(T lo, T hi);
+
+// The regime of a case from its RapidCheck size: RapidCheck gives the i-th of n cases the size
+// i * 100 / (n - 1) (every size 0..100 once per 101 cases when n > 100), so a table over size % 20 takes
+// each regime in its share of the cases within a few percent at any budget, deterministically (the
+// coverage floors cannot flake), and reproduce= (which restores the size) rebuilds the same regime.
+// Shrinks towards kSmall.
+rc::Gen<Regime> regimeGen(RegimeShares const& s);
 
 // Choices that SHRINK towards their first entry (RapidCheck's element/weightedElement/weightedOneOf do not
 // shrink at all), drawn uniformly by weight whatever the RapidCheck size.
@@ -107,6 +152,12 @@ rc::Gen<T> weighted(std::vector<std::pair<size_t, T>> pairs) {
         }
         return pairs.back().second;
     });
+}
+
+template <typename T>
+rc::Gen<T> flatRange(T lo, T hi) {
+    return rc::gen::map(uniformIndex(size_t(std::max<int64_t>(1, int64_t(hi) - int64_t(lo)))),
+                        [lo](size_t k) { return T(int64_t(lo) + int64_t(k)); });
 }
 
 template <typename T, typename... Ts>
@@ -141,12 +192,17 @@ rc::Gen<T> weightedGen(std::vector<std::pair<size_t, rc::Gen<T>>> pairs) {
 
 rc::Gen<int32_t> genSeqLen(Budget const& b);
 rc::Gen<std::vector<int32_t>> genContextLengths(int32_t B, int32_t S);
+// The same shares for decode chains (no chunked regime).
+rc::Gen<DecodeChainSpec> genDecodeChainSpecShares(int32_t maxL, int32_t maxSteps, bool tieBias, bool hostile,
+                                                  RegimeShares const& shares);
 rc::Gen<ActSpec> genActSpec(bool tieBias, bool allowPoison);
 rc::Gen<PoolSpec> genPoolSpec(bool hostile, int64_t tokensTotal);
 // Large pools (tokensTotal > 16384) get one head and the narrowest tail geometry.
 void fitPool(PoolSpec& p, int64_t tokensTotal);
 rc::Gen<PrefillSpec> genPrefillSpec(SpecOptions const& o);
-// minL/maxL bound the prefill lengths; steps in [1, maxSteps].
+// maxL bounds the prefill lengths of the small regime; the page-edge regime puts L next to a multiple of
+// 128 and the nVis > 512 regime in [2048, 2060] (GPU: up to 4200), in defaultShares' shares; steps in
+// [1, maxSteps].
 rc::Gen<DecodeChainSpec> genDecodeChainSpec(int32_t maxL, int32_t maxSteps, bool tieBias, bool hostile);
 
 // Materialization (deterministic in the spec).
@@ -163,6 +219,9 @@ void poisonRow(DType dt, uint64_t seed, uint16_t* row640);
 // Pool canary: a non-canonical NaN of T unique-ish per element (no cast ever produces it).
 uint16_t canary(DType dt, size_t element);
 bool isCanary(DType dt, size_t element, uint16_t v);
+
+char const* name(Regime r);
+char const* name(ChunkAt c);
 
 std::ostream& operator<<(std::ostream& os, ActSpec const& a);
 std::ostream& operator<<(std::ostream& os, PoolSpec const& p);

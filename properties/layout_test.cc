@@ -3,6 +3,7 @@
 // then -1 to width 2051; entries distinct and in [0, t]; decode rows emit blocks in ascending id.
 #include "properties/cases.h"
 #include "properties/prop.h"
+#include "properties/regions.h"
 
 namespace qsa {
 namespace prop {
@@ -22,10 +23,11 @@ std::string prefillLayout(ref::PrefillCase const& c, std::vector<int32_t> const&
 
 QSA_PROP(Layout, PrefillRowsObeyK4, 100) {
     SpecOptions o;
-    o.tieBias = *rc::gen::arbitrary<bool>();
+    o.tieBias = *pick(false, true);
     o.pool = *weighted<bool>({{3, false}, {1, true}});
     PrefillSpec const spec = *genPrefillSpec(o);
     ref::PrefillCase const c = toCase(spec);
+    coverPrefill(prefillRegions(c), nVisFloor(), 0.0);
     Capture cap("layout", describe(spec));
     cap.add(c);
     QSA_REQUIRE_EMPTY(prefillLayout(c, runImplPrefill(c).outIdx));
@@ -34,8 +36,9 @@ QSA_PROP(Layout, PrefillRowsObeyK4, 100) {
 QSA_PROP(Layout, DecodeRowsObeyK4, 50) {
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 600, 5, true, false);
     Chain ch = makeChain(spec);
+    coverDecode(decodeRegions(ch.steps), nVisFloor());
     Capture cap("layout", describe(spec));
-    std::vector<uint16_t> pool = runImplPrefill(ch.prefillL).pool;
+    std::vector<uint16_t> pool = refPoolAfterPrefill(ch.prefillL);
     for (ref::DecodeCase& d : ch.steps) {
         d.pool.data = pool;
         cap.add(d);

@@ -8,6 +8,7 @@
 
 #include "properties/cases.h"
 #include "properties/prop.h"
+#include "properties/regions.h"
 
 namespace qsa {
 namespace prop {
@@ -16,11 +17,15 @@ namespace {
 QSA_PROP(Padding, PaddedRowsAllMinusOneAndPoisonIgnored, 80) {
     SpecOptions o;
     o.allowPoison = false;
-    o.pool = *rc::gen::arbitrary<bool>();
+    o.pool = *pick(false, true);
     PrefillSpec spec = *genPrefillSpec(o);
     ref::PrefillCase const clean = toCase(spec);
     spec.act.poisonPadding = true;
     ref::PrefillCase const poisoned = toCase(spec);
+    PrefillRegions const r = prefillRegions(poisoned);
+    coverPrefill(r, nVisFloor(), 0.0);
+    coverage::cover("padded_rows", std::any_of(spec.ctx.begin(), spec.ctx.end(), [&](int32_t x) { return x < spec.S; }),
+                    0.5);
     Capture cap("padding", describe(spec));
     cap.add(poisoned);
     PrefillOut const a = runImplPrefill(poisoned);
@@ -40,15 +45,23 @@ QSA_PROP(Padding, PaddedRowsAllMinusOneAndPoisonIgnored, 80) {
 }
 
 QSA_PROP(Padding, ContextLengthsOutsideRangeActClamped, 40) {
-    PrefillSpec const spec = *genPrefillSpec(SpecOptions{});
+    PrefillSpec spec = *genPrefillSpec(SpecOptions{});
+    // At least one sequence at an end of [0, S], so that every case has a length to move outside.
+    // (Sequence 0 of the nVis > 512 regime keeps its length: S.)
+    int32_t const end = *flatRange<int32_t>(0, spec.B);
+    spec.ctx[size_t(end)] = end == 0 && spec.regime == Regime::kManyBlocks ? spec.S : *pick(spec.S, 0);
     ref::PrefillCase const c = toCase(spec);
+    coverPrefill(prefillRegions(c), nVisFloor(), 0.0);
     ref::PrefillCase wild = c;
+    bool outside = false;
     for (int32_t& ctx : wild.contextLengths) {
         if (ctx == 0)
             ctx = -*pick<int32_t>(1, 4, 1 << 30);
         else if (ctx == c.seqLen)
             ctx = c.seqLen + *pick<int32_t>(1, 4, 129, 1 << 30);
+        outside |= ctx < 0 || ctx > c.seqLen;
     }
+    coverage::cover("clamped_outside_range", outside, 1.0);
     Capture cap("padding", describe(spec));
     cap.add(wild);
     QSA_REQUIRE_EMPTY(
@@ -60,16 +73,19 @@ QSA_PROP(Padding, InvalidDecodeRowsAreInert, 40) {
     spec.B = std::max(spec.B, 2);
     spec.L.resize(spec.B, 5);
     Chain ch = makeChain(spec);
+    coverDecode(decodeRegions(ch.steps), nVisFloor());
     Capture cap("padding", describe(spec));
-    std::vector<uint16_t> const pool = runImplPrefill(ch.prefillL).pool;
+    std::vector<uint16_t> const pool = refPoolAfterPrefill(ch.prefillL);
     ref::DecodeCase d = ch.steps.back();
     d.pool.data = pool;
-    int32_t const bad = *rc::gen::inRange<int32_t>(0, spec.B);
+    int32_t const bad = *flatRange<int32_t>(0, spec.B);
     ref::DecodeCase inv = d;
     // ctx / 4 == maxBlocks + 1 (the first invalid lengths above the floor boundary, with and without a
     // tail), far above it, and ctx < 1.
     inv.contextLengths[bad] = *pick<int32_t>(0, -1, 4 * d.maxBlocks + 4, 4 * d.maxBlocks + 5, 4 * d.maxBlocks + 7,
                                              -1000, 4 * d.maxBlocks + 1000);
+    coverage::cover("invalid_ctx_below_1", inv.contextLengths[bad] < 1, 0.2);
+    coverage::cover("invalid_ctx_beyond_max_blocks", inv.contextLengths[bad] / 4 > d.maxBlocks, 0.2);
     RC_LOG() << "invalid row b=" << bad << " ctx=" << inv.contextLengths[bad] << " maxBlocks=" << d.maxBlocks << "\n";
     cap.add(inv);
     DecodeOut const got = runImplDecode(inv);

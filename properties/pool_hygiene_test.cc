@@ -5,6 +5,7 @@
 // likewise (one K-tail or one V-tail per valid row), and split counters rows b < B become 0.
 #include "properties/cases.h"
 #include "properties/prop.h"
+#include "properties/regions.h"
 
 namespace qsa {
 namespace prop {
@@ -26,9 +27,15 @@ void prefillTouchesOnlyContractCells(bool hardened) {
     SpecOptions o;
     o.pool = true;
     o.hostilePool = hardened || *weighted<bool>({{1, false}, {3, true}});
+    o.shares.pageEdge = 40; // pages beyond the first: holes, out-of-plane ids and truncation really hit
     PrefillSpec spec = *genPrefillSpec(o);
     keepLevel(spec.pool, hardened);
     ref::PrefillCase const c = toCase(spec);
+    PrefillRegions const r = prefillRegions(c);
+    coverPrefill(r, nVisFloor(), 0.0);
+    coverage::cover("hole_used", r.holeUsed, 0.15);
+    coverage::cover("out_of_plane_used", r.outOfPlaneUsed, hardened ? 0.05 : 0.0);
+    coverage::cover("truncated_hit", r.truncatedHit, hardened ? 0.05 : 0.0);
     Capture cap("pool_hygiene", describe(spec));
     cap.add(c);
     PrefillOut const got = runImplPrefill(c);
@@ -45,11 +52,18 @@ QSA_PROP(PoolHygiene, PrefillHostilePoolTouchesOnlyContractCells, 40) {
 
 void decodeTouchesOnlyContractCells(bool hardened) {
     bool const hostile = hardened || *weighted<bool>({{1, false}, {3, true}});
-    DecodeChainSpec spec = *genDecodeChainSpec(implOnGpu() ? 1100 : 300, 6, false, hostile);
+    RegimeShares shares = defaultShares(false);
+    shares.pageEdge = 40;
+    DecodeChainSpec spec = *genDecodeChainSpecShares(implOnGpu() ? 1100 : 300, 6, false, hostile, shares);
     keepLevel(spec.pool, hardened);
     Chain ch = makeChain(spec);
+    DecodeRegions const r = decodeRegions(ch.steps);
+    coverDecode(r, nVisFloor());
+    coverage::cover("hole_used", r.holeUsed, 0.15);
+    coverage::cover("out_of_plane_used", r.outOfPlaneUsed, hardened ? 0.05 : 0.0);
+    coverage::cover("truncated_hit", r.truncatedHit, 0.0);
     Capture cap("pool_hygiene", describe(spec));
-    std::vector<uint16_t> pool = runImplPrefill(ch.prefillL).pool;
+    std::vector<uint16_t> pool = refPoolAfterPrefill(ch.prefillL);
     for (ref::DecodeCase& d : ch.steps) {
         d.pool.data = pool;
         cap.add(d);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "properties/coverage.h"
 #include "properties/generators.h"
 #include "properties/harness.h"
 #include "reference/qsaReference.h"
@@ -24,11 +25,16 @@ int maxSuccess(int fallback);
 // writes the captured counterexample as a fixture and prints the command that installs it.
 void checkProperty(std::string const& id, int defaultCases, rc::detail::Property const& property);
 
+// Each TEST owns a coverage::Run: cases that pass commit their cover() regions, and the run ends with
+// the QSA_COVERAGE line on stdout and a failure when a floor is missed at the default budget (coverage.h).
 #define QSA_PROP(Suite, Name, DefaultCases)                                                                            \
     static void qsaProp_##Suite##_##Name();                                                                            \
     TEST(Suite, Name) {                                                                                                \
-        ::qsa::prop::checkProperty(#Suite "." #Name, (DefaultCases),                                                   \
-                                   ::rc::detail::toProperty(&qsaProp_##Suite##_##Name));                               \
+        ::qsa::prop::coverage::Run qsaCoverage_(#Suite "." #Name, (DefaultCases));                                     \
+        ::qsa::prop::checkProperty(#Suite "." #Name, (DefaultCases), ::rc::detail::toProperty([] {                     \
+                                       ::qsa::prop::coverage::runCase(&qsaProp_##Suite##_##Name);                      \
+                                   }));                                                                                \
+        ::qsa::prop::coverage::finish(qsaCoverage_);                                                                   \
     }                                                                                                                  \
     static void qsaProp_##Suite##_##Name()
 

@@ -6,6 +6,7 @@
 
 #include "properties/cases.h"
 #include "properties/prop.h"
+#include "properties/regions.h"
 
 namespace qsa {
 namespace prop {
@@ -32,9 +33,9 @@ std::string throwsRuntimeError(Fn fn, std::vector<std::string> const& mentions, 
 }
 
 QSA_PROP(Workspace, SizesFollowSection6, 500) {
-    int32_t const B = *rc::gen::inRange<int32_t>(1, 65);
+    int32_t const B = *flatRange<int32_t>(1, 65);
     int32_t const S = *weightedGen<int32_t>(
-        {{3, rc::gen::inRange<int32_t>(1, 9000)}, {1, pick<int32_t>(1, 4, 5, 2048, 2049, 4096, 8192, 16384, 65536)}});
+        {{3, flatRange<int32_t>(1, 9000)}, {1, pick<int32_t>(1, 4, 5, 2048, 2049, 4096, 8192, 16384, 65536)}});
     size_t const size = prefillWorkspaceSize(B, S);
     size_t const nonCub = ref::prefillWorkspaceBytes(B, S, 0) - kMiB; // every slot but CUB's
     RC_LOG() << "B=" << B << " S=" << S << " size=" << size << " non-CUB slots=" << nonCub << "\n";
@@ -42,16 +43,16 @@ QSA_PROP(Workspace, SizesFollowSection6, 500) {
     RC_ASSERT((size - nonCub) % 128 == 0);
     if (!implOnGpu())
         RC_ASSERT(size == ref::prefillWorkspaceBytes(B, S, 0)); // no CUB: the 1 MiB floor
-    int32_t const maxBlocks = *rc::gen::inRange<int32_t>(1, 5000);
+    int32_t const maxBlocks = *flatRange<int32_t>(1, 5000);
     RC_ASSERT(decodeWorkspaceSize(B, maxBlocks) == ref::decodeWorkspaceBytes(B, maxBlocks));
     // The bound covers every S' <= S.
-    int32_t const smaller = *rc::gen::inRange<int32_t>(1, S + 1);
+    int32_t const smaller = *flatRange<int32_t>(1, S + 1);
     RC_ASSERT(prefillWorkspaceSize(B, smaller) <= size);
 }
 
 QSA_PROP(Workspace, SizeFunctionsRejectNonPositive, 20) {
     int32_t const bad = *pick<int32_t>(0, -1, INT32_MIN);
-    int32_t const good = *rc::gen::inRange<int32_t>(1, 100);
+    int32_t const good = *flatRange<int32_t>(1, 100);
     QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { prefillWorkspaceSize(bad, good); }, {}, "prefill size, batchSize"));
     QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { prefillWorkspaceSize(good, bad); }, {}, "prefill size, maxSeqLen"));
     QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { decodeWorkspaceSize(bad, good); }, {}, "decode size, batchSize"));
@@ -81,11 +82,11 @@ void workspaceThrows(WsCheck which) {
     size_t const need = prefillWorkspaceSize(c.batchSize, c.seqLen);
     RunOptions under;
     under.workspaceBytes =
-        need - *weightedGen<size_t>({{3, pick<size_t>(1, 2, 127, 128)}, {1, rc::gen::inRange<size_t>(1, need)}});
+        need - *weightedGen<size_t>({{3, pick<size_t>(1, 2, 127, 128)}, {1, flatRange<size_t>(1, need)}});
     // Every power-of-two misalignment below 128 (an alignment check modulo 64 or 16 passes all but a few),
     // plus one drawn at random.
     std::vector<size_t> misalignments = {64, 32, 16, 8, 4, 2, 1, 96};
-    misalignments.push_back(*rc::gen::inRange<size_t>(1, 128));
+    misalignments.push_back(*flatRange<size_t>(1, 128));
     RC_LOG() << describe(spec) << " need=" << need << " given=" << under.workspaceBytes << "\n";
     auto mentions = [which](std::vector<std::string> m) {
         return which == WsCheck::kUndersizedMessage ? m : std::vector<std::string>{};
@@ -108,7 +109,7 @@ void workspaceThrows(WsCheck which) {
     d.pool.data = ch.prefillL.pool.data;
     size_t const dneed = decodeWorkspaceSize(d.batchSize, d.maxBlocks);
     RunOptions dunder;
-    dunder.workspaceBytes = dneed - *rc::gen::inRange<size_t>(1, dneed);
+    dunder.workspaceBytes = dneed - *flatRange<size_t>(1, dneed);
     if (which != WsCheck::kMisaligned)
         QSA_REQUIRE_EMPTY(throwsRuntimeError(
             [&] { runImplDecode(d, dunder); },
@@ -140,7 +141,7 @@ QSA_PROP(Workspace, InvalidPoolStatesThrow, 30) {
     ref::DecodeCase d = ch.steps[0];
     d.pool.data = ch.prefillL.pool.data;
     ref::PrefillCase p = ch.prefillL;
-    int const which = *rc::gen::inRange(0, 5);
+    int const which = *flatRange(0, 5);
     auto breakDims = [which](ref::PoolDims& dims) {
         switch (which) {
         case 0:
@@ -153,7 +154,7 @@ QSA_PROP(Workspace, InvalidPoolStatesThrow, 30) {
             dims.headSize = *pick<int32_t>(0, -128);
             break;
         case 3:
-            dims.poolHeadDim = dims.headSize + *rc::gen::inRange<int32_t>(0, 128);
+            dims.poolHeadDim = dims.headSize + *flatRange<int32_t>(0, 128);
             break;
         default:
             dims.maxPagesPerSeq = *pick<int32_t>(0, -1);

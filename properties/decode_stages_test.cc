@@ -1,0 +1,173 @@
+// Decode stages as properties (issue 13.4), for ANY implementation of the public API: after a decode run
+// the workspace holds B1's q output (slot qNormed) and B2's logits (slot logits, valid prefix g < ctx/4 of
+// every valid row; contract section 6). Both equal the reference bit for bit (profile ieee) on random pools:
+// -1 holes, out-of-plane ids and truncated tables (their cells read +0.0), canaries in every cell nothing
+// may read, K-tails and V-tails of mixed magnitudes (normal, subnormal, tiny, huge, inf, NaN), context
+// lengths around multiples of 4 (completing steps read three K-tails) and page edges, invalid rows.
+#include <algorithm>
+#include <cstring>
+
+#include "properties/cases.h"
+#include "properties/decode_readback.h"
+#include "properties/prop.h"
+#include "properties/regions.h"
+
+namespace qsa {
+namespace prop {
+namespace {
+
+struct StageCase {
+    ref::DecodeCase d;
+    std::string description;
+};
+
+// Writes 128 T values of a randomly chosen magnitude class into the indexer tail at (page, row).
+void fillTail(ref::HostPool& pool, int32_t page, int32_t row, ActSpec a, uint64_t seed) {
+    static constexpr Payload kinds[5] = {Payload::kNormal, Payload::kSubnormal, Payload::kHuge, Payload::kMixed,
+                                         Payload::kTiny};
+    a.payload = kinds[seed % 5];
+    a.ties = Ties::kNone;
+    uint16_t row640[640];
+    fillTokenRow(a, seed, int32_t(seed >> 8) & 0xFFFF, row640);
+    size_t const e = tailElement(pool.dims, page, row);
+    std::copy(row640 + 512, row640 + 640, pool.data.begin() + e);
+}
+
+rc::Gen<StageCase> genStageCase() {
+    return rc::gen::exec([] {
+        bool const gpu = implOnGpu();
+        int32_t const B = *flatRange<int32_t>(1, gpu ? 9 : 5);
+        ActSpec act = *genActSpec(*pick(false, true), false);
+        // Around multiples of 4 (completing steps) and of 128 (page edges); nVis > 512 in a share of cases.
+        // The regime (fixed shares, regimeGen): small lengths, page edges, or nVis > 512.
+        Regime const regime = *regimeGen(defaultShares(false));
+        std::vector<int32_t> bases = {4, 8, 12, 16, 20, 32, 64};
+        if (regime == Regime::kPageEdge)
+            bases = {124, 128, 132, 252, 256, 260, 384};
+        if (regime == Regime::kManyBlocks)
+            bases = {2056, 2060, 2176, gpu ? 4096 : 2180};
+        std::vector<int32_t> ctx;
+        for (int32_t b = 0; b < B; ++b)
+            ctx.push_back(std::max(1, *pickOf(bases) + *pick<int32_t>(0, -1, 1, 0, -2, 3)));
+        int32_t const maxCtx = *std::max_element(ctx.begin(), ctx.end());
+        ref::DecodeCase d;
+        d.dtype = act.dtype;
+        d.batchSize = B;
+        // extra -1: maxBlocks = maxCtx / 4, the floor edge of contract section 5 (ctx / 4 == maxBlocks <
+        // ceilDiv(ctx, 4) is a valid row).
+        int32_t const extra = *flatRange<int32_t>(-1, 3);
+        d.maxBlocks = extra < 0 ? std::max(1, maxCtx / 4) : (maxCtx + 3) / 4 + extra;
+        // Invalid rows (contract section 5: ctx < 1 or ctx / 4 > maxBlocks) next to valid ones.
+        if (B > 1 && *weighted<bool>({{3, false}, {1, true}}))
+            ctx[size_t(*flatRange<int32_t>(0, B))] = *pick<int32_t>(0, -1, 4 * d.maxBlocks + 4, 4 * d.maxBlocks + 7);
+        d.contextLengths = ctx;
+        PoolSpec ps = *genPoolSpec(*weighted<bool>({{1, false}, {3, true}}), 0);
+        fitPool(ps, int64_t(B) * maxCtx * 4);
+        d.pool = makePool(ps, act.dtype, B, maxCtx);
+        // Live cells a decode step reads: V-tails of complete blocks g < ctx/4 and the K-tails of the trailing
+        // tokens; written through usable entries only, so an unusable entry's page keeps its canaries.
+        for (int32_t b = 0; b < B; ++b) {
+            int32_t const c = ctx[b];
+            for (int32_t g = 0; 4 * g + 3 < c; ++g) {
+                int32_t const page = usablePage(d.pool, b, 1, 4 * g);
+                if (page >= 0)
+                    fillTail(d.pool, page, (4 * g) & 127, act, act.seed ^ (uint64_t(b) << 40) ^ uint64_t(g) << 1);
+            }
+            for (int32_t t = std::max(0, c - 1 - (c - 1) % 4); t < c - 1; ++t) {
+                int32_t const page = usablePage(d.pool, b, 0, t);
+                if (page >= 0)
+                    fillTail(d.pool, page, t & 127, act, act.seed ^ (uint64_t(b) << 40) ^ (uint64_t(t) << 1) ^ 1);
+            }
+        }
+        d.indexQk.resize(size_t(B) * 640);
+        for (int32_t b = 0; b < B; ++b)
+            fillTokenRow(act, sequenceSeed(act, b), std::max(ctx[b] - 1, 0), &d.indexQk[size_t(b) * 640]);
+        d.cosSin = makeCosSin(act.rope, std::max(maxCtx, 4 * d.maxBlocks + 8));
+        d.wQ = makeGamma(act, false);
+        d.wK = makeGamma(act, true);
+        std::memcpy(&d.rmsEps, &act.epsBits, 4);
+        d.hasSplitCounters = *pick(true, false);
+        if (d.hasSplitCounters)
+            d.splitCounters.assign(size_t(B) * ps.numKVHeads, 7);
+        StageCase s;
+        std::ostringstream os;
+        os << "decode-stage B=" << B << " maxBlocks=" << d.maxBlocks << " ctx=[";
+        for (int32_t b = 0; b < B; ++b)
+            os << (b ? "," : "") << ctx[b];
+        os << "] " << act << " " << ps;
+        s.description = os.str();
+        s.d = std::move(d);
+        return s;
+    });
+}
+
+void coverStage(ref::DecodeCase const& d) {
+    DecodeRegions const r = decodeRegions({d});
+    coverDecode(r, nVisFloor());
+    coverage::cover("hole_used", r.holeUsed, 0.15);
+    coverage::cover("out_of_plane_used", r.outOfPlaneUsed, 0.05);
+    coverage::cover("truncated_hit", r.truncatedHit);
+    coverage::cover("block_completes", r.blockCompletes, 0.20);
+    bool invalid = false;
+    for (int32_t c : d.contextLengths)
+        invalid |= c < 1 || c / 4 > d.maxBlocks;
+    coverage::cover("invalid_row", invalid, 0.05);
+    bool edge = false;
+    for (int32_t c : d.contextLengths)
+        edge |= c >= 1 && c / 4 == d.maxBlocks && c % 4 != 0;
+    coverage::cover("valid_at_floor_edge", edge);
+}
+
+// B1: slot qNormed equals the reference's q output of every row (zeros for invalid rows), bit for bit.
+QSA_PROP(DecodeStages, B1QPrepMatchesReference, 60) {
+    StageCase const s = *genStageCase();
+    coverStage(s.d);
+    Capture cap("decode_stages", s.description);
+    cap.add(s.d);
+    Fill const fill = *pick(Fill::kGarbage, Fill::kNaN, Fill::kZero);
+    DecodeReadback const got = runImplDecodeReadback(s.d, fill, s.d.contextLengths[0]);
+    ref::DecodeResult const want = ref::runDecode(s.d);
+    for (size_t i = 0; i < want.qNormed.size(); ++i) {
+        if (got.qNormed[i] != want.qNormed[i]) {
+            size_t const b = i / 512, h = i / 128 % 4, dim = i % 128;
+            std::ostringstream os;
+            os << "B1 qNormed row b=" << b << " (ctx " << s.d.contextLengths[b] << ") head " << h << " dim " << dim
+               << ": got 0x" << std::hex << got.qNormed[i] << ", reference 0x" << want.qNormed[i];
+            RC_FAIL(os.str());
+        }
+    }
+}
+
+// B2: slot logits holds the reference's logits for g < ctx/4 of every valid row, bit for bit (the block B1
+// just completed included, read back from the pool; a dropped write or a hole reads +0.0).
+QSA_PROP(DecodeStages, B2LogitsMatchReference, 60) {
+    StageCase const s = *genStageCase();
+    coverStage(s.d);
+    Capture cap("decode_stages", s.description);
+    cap.add(s.d);
+    Fill const fill = *pick(Fill::kNaN, Fill::kGarbage, Fill::kZero);
+    DecodeReadback const got = runImplDecodeReadback(s.d, fill, s.d.contextLengths[0] + 1);
+    ref::DecodeResult const want = ref::runDecode(s.d);
+    for (int32_t b = 0; b < s.d.batchSize; ++b) {
+        int32_t const c = s.d.contextLengths[b];
+        if (c < 1 || c / 4 > s.d.maxBlocks)
+            continue; // invalid: no logit is written
+        for (int32_t g = 0; g < c / 4; ++g) {
+            size_t const i = size_t(b) * s.d.maxBlocks + g;
+            uint32_t x, y;
+            std::memcpy(&x, &got.logits[i], 4);
+            std::memcpy(&y, &want.logits[i], 4);
+            if (x != y) {
+                std::ostringstream os;
+                os << "B2 logit row b=" << b << " (ctx " << c << ", nVis " << c / 4 << ") block g=" << g
+                   << (g == c / 4 - 1 && c % 4 == 0 ? " (completed by B1 this step)" : "") << ": got 0x" << std::hex
+                   << x << ", reference 0x" << y;
+                RC_FAIL(os.str());
+            }
+        }
+    }
+}
+
+} // namespace
+} // namespace prop
+} // namespace qsa

@@ -1,0 +1,181 @@
+// Regions of generated cases (see regions.h).
+#include "properties/regions.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "properties/harness.h"
+
+namespace qsa {
+namespace prop {
+namespace {
+
+using ref::DType;
+
+bool nonFinite(DType dt, uint16_t v) {
+    uint16_t const e = dt == DType::kHalf ? 0x7C00 : 0x7F80;
+    return (v & e) == e;
+}
+
+bool hugeBits(DType dt, uint16_t v) {
+    return (v & 0x7FFF) >= (dt == DType::kHalf ? 0x7400 : 0x5B80); // 2^14 / 2^56 and up
+}
+
+double toDouble(DType dt, uint16_t v) {
+    if (dt == DType::kBf16) {
+        uint32_t const x = uint32_t(v) << 16;
+        float f;
+        std::memcpy(&f, &x, 4);
+        return f;
+    }
+    int const e = (v >> 10) & 0x1F, m = v & 0x3FF;
+    double const mag = e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
+    return (v & 0x8000) ? -mag : mag;
+}
+
+// 0 < s / 128 < 2^-126 for some head of the q part of a 640-column row.
+bool tinyRow(DType dt, uint16_t const* row) {
+    for (int h = 0; h < 4; ++h) {
+        double s = 0;
+        for (int d = 0; d < 128; ++d) {
+            double const x = toDouble(dt, row[128 * h + d]);
+            s += x * x;
+        }
+        if (s > 0 && s / 128 < std::ldexp(1.0, -126))
+            return true;
+    }
+    return false;
+}
+
+// Classifies one page-table slot a run would use.
+void slotUse(ref::HostPool const& p, int32_t b, int plane, int32_t slot, bool* hole, bool* outOfPlane,
+             bool* truncated) {
+    if (slot >= p.dims.maxPagesPerSeq) {
+        *truncated = true;
+        return;
+    }
+    int32_t const id = p.pageTable[(size_t(b) * 2 + plane) * p.dims.maxPagesPerSeq + slot];
+    int32_t const lo = plane == 0 ? 0 : p.dims.numPages;
+    if (id == -1)
+        *hole = true;
+    else if (id < lo || id >= lo + p.dims.numPages)
+        *outOfPlane = true;
+}
+
+} // namespace
+
+PrefillRegions prefillRegions(ref::PrefillCase const& c) {
+    PrefillRegions r;
+    int32_t const B = c.batchSize, S = c.seqLen;
+    r.bf16 = c.dtype == DType::kBf16;
+    auto ctxOf = [&](int32_t b) { return std::min(std::max(c.contextLengths[b], 0), S); };
+    int64_t const rows = int64_t(B) * S, rc = ref::prefillChunkRows(B, S);
+    r.chunked = rc < rows;
+    for (int64_t k = rc; k < rows; k += rc) {
+        int32_t const b = int32_t(k / S), t = int32_t(k % S), ctx = ctxOf(b);
+        r.chunkAtSeqStart |= t == 0;
+        r.chunkAtLastValid |= t == ctx - 1;
+        r.chunkInPadding |= t >= ctx;
+        r.chunkAtBlockEdge |= t > 0 && t < ctx && t % 4 == 0;
+    }
+    for (int32_t b = 0; b < B; ++b) {
+        int32_t const ctx = ctxOf(b);
+        r.nVisGt512 |= ctx / 4 > 512;
+        r.pageCrossed |= ctx > 128;
+        for (int32_t t = 0; t < S; ++t) {
+            uint16_t const* row = &c.indexQk[(size_t(b) * S + t) * 640];
+            bool nf = false, hg = false;
+            for (int i = 0; i < 640; ++i) {
+                nf |= nonFinite(c.dtype, row[i]);
+                hg |= hugeBits(c.dtype, row[i]);
+            }
+            if (t < ctx) {
+                r.nonFiniteValid |= nf;
+                r.huge |= hg;
+                if (!r.tinySubnormalSum && t < 8)
+                    r.tinySubnormalSum = tinyRow(c.dtype, row);
+            } else {
+                r.nonFinitePadding |= nf;
+            }
+        }
+        if (!c.hasPool)
+            continue;
+        // V plane: the slots of complete blocks; K plane: the slot of the trailing tokens (section 3, 5).
+        if (ctx >= 4) {
+            for (int32_t s = 0; s <= (4 * (ctx / 4 - 1)) >> 7; ++s)
+                slotUse(c.pool, b, 1, s, &r.holeUsed, &r.outOfPlaneUsed, &r.truncatedHit);
+        }
+        if (ctx % 4 != 0)
+            slotUse(c.pool, b, 0, (ctx - 1) >> 7, &r.holeUsed, &r.outOfPlaneUsed, &r.truncatedHit);
+    }
+    return r;
+}
+
+DecodeRegions decodeRegions(std::vector<ref::DecodeCase> const& steps) {
+    DecodeRegions r;
+    for (ref::DecodeCase const& d : steps) {
+        r.bf16 |= d.dtype == DType::kBf16;
+        for (int32_t b = 0; b < d.batchSize; ++b) {
+            int32_t const ctx = d.contextLengths[b];
+            if (ctx < 1 || ctx / 4 > d.maxBlocks)
+                continue; // invalid row: touches nothing
+            int32_t const t = ctx - 1;
+            r.nVisGt512 |= ctx / 4 > 512;
+            r.blockCompletes |= ctx % 4 == 0;
+            r.pageEdge |= t % 128 == 0 || t % 128 == 127;
+            bool* h = &r.holeUsed;
+            bool* o = &r.outOfPlaneUsed;
+            bool* tr = &r.truncatedHit;
+            if (ctx % 4 != 0) {
+                slotUse(d.pool, b, 0, t >> 7, h, o, tr); // B1 stores the new raw k
+            } else {
+                slotUse(d.pool, b, 0, (ctx - 4) >> 7, h, o, tr); // B1 reads K-tails 4g..4g+2
+                slotUse(d.pool, b, 1, (ctx - 4) >> 7, h, o, tr); // and writes the V-tail
+            }
+            for (int32_t s = 0; ctx >= 4 && s <= (4 * (ctx / 4 - 1)) >> 7; ++s)
+                slotUse(d.pool, b, 1, s, h, o, tr); // B2 reads every V-tail g < ctx/4
+        }
+    }
+    return r;
+}
+
+bool tiesAtRank(float const* logits, int32_t n, int32_t maxRank) {
+    if (n <= maxRank + 1)
+        return false;
+    std::vector<float> v(logits, logits + n);
+    std::partial_sort(v.begin(), v.begin() + maxRank + 2, v.end(), std::greater<float>());
+    return v[size_t(maxRank)] == v[size_t(maxRank) + 1];
+}
+
+double nVisFloor() {
+    return implOnGpu() ? 0.20 : 0.10;
+}
+
+void coverPrefill(PrefillRegions const& r, double nVisFloor, double chunkedFloor) {
+    using coverage::cover;
+    cover("nvis_gt_512", r.nVisGt512, nVisFloor);
+    cover("chunked", r.chunked, chunkedFloor);
+    cover("chunk_at_t0", r.chunkAtSeqStart);
+    cover("chunk_at_ctx_minus_1", r.chunkAtLastValid);
+    cover("chunk_in_padding", r.chunkInPadding);
+    cover("chunk_at_block_edge", r.chunkAtBlockEdge);
+    cover("bf16", r.bf16);
+    cover("tiny_subnormal_sum", r.tinySubnormalSum);
+    cover("huge", r.huge);
+    cover("nonfinite_valid", r.nonFiniteValid);
+    cover("nonfinite_padding", r.nonFinitePadding);
+    cover("page_crossed", r.pageCrossed);
+}
+
+void coverDecode(DecodeRegions const& r, double nVisFloor) {
+    using coverage::cover;
+    cover("nvis_gt_512", r.nVisGt512, nVisFloor);
+    cover("block_completes", r.blockCompletes);
+    cover("page_edge", r.pageEdge);
+    cover("bf16", r.bf16);
+}
+
+} // namespace prop
+} // namespace qsa
