@@ -4,6 +4,7 @@
 // Large cases are checked on sampled rows (chunk boundaries, sequence ends, random rows).
 #include <algorithm>
 
+#include "fixtures/explain.h"
 #include "properties/cases.h"
 #include "properties/prop.h"
 
@@ -23,7 +24,8 @@ QSA_PROP(Differential, PrefillMatchesReference, 150) {
     PrefillOut const got = runImplPrefill(c);
     if (fullReferenceAffordable(c)) {
         ref::PrefillResult const want = ref::runPrefill(c);
-        QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, c.seqLen, "prefill vs reference"));
+        QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, c.seqLen, "prefill vs reference") +
+                          fixtures::explainFirstDifference(c, want, got.outIdx));
         if (c.hasPool)
             QSA_REQUIRE_EMPTY(diffPool(got.pool, want.poolAfter, c.pool.dims, "prefill pool vs reference"));
         return;
@@ -59,7 +61,8 @@ QSA_PROP(Differential, DecodeStepsMatchReference, 60) {
         DecodeOut const got = runImplDecode(d);
         ref::DecodeResult const want = ref::runDecode(d);
         std::string const step = "decode step " + std::to_string(k);
-        QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, 1, step.c_str()));
+        QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, 1, step.c_str()) +
+                          fixtures::explainFirstDifference(d, want, got.outIdx));
         QSA_REQUIRE_EMPTY(diffPool(got.pool, want.poolAfter, d.pool.dims, step.c_str()));
         if (d.hasSplitCounters)
             RC_ASSERT(got.splitCounters == want.splitCountersAfter);
@@ -89,7 +92,9 @@ QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
         d.pool.data = pool;
         cap.add(d);
         ref::DecodeResult const want = ref::runDecode(d);
-        QSA_REQUIRE_EMPTY(diffOutIdx(runImplDecode(d).outIdx, want.outIdx, 1, "decode (nVis > 512) vs reference"));
+        std::vector<int32_t> const got = runImplDecode(d).outIdx;
+        QSA_REQUIRE_EMPTY(diffOutIdx(got, want.outIdx, 1, "decode (nVis > 512) vs reference") +
+                          fixtures::explainFirstDifference(d, want, got));
         pool = want.poolAfter;
     }
 }
