@@ -1,10 +1,12 @@
-// //kernels:bench (issue 4, item 5): times the prefill and decode runners and each stage launcher with
+// //kernels:bench: times the prefill and decode runners and each stage launcher with
 // CUDA events (median of >= 20 runs after warm-up), measures the machine's FP32 FMA rate and copy
 // bandwidth in the same run, and prints the time over the floor:
 //   K2 floor     = 1024 FLOP * sum over rows of floor((t + 1) / 4) / FMA rate
 //   sort floor   = 16 bytes per sorted pair / bandwidth (pairs: each row's visible prefix, nVis)
 //   decode floor = B * ctx / 4 * 256 bytes of kbar / bandwidth
 // Usage: bench [--runs N] [--dtype half|bf16]
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,12 +21,6 @@
 #include "kernels/qsaIndexerKernels.h"
 #include "kernels/qsaIndexerRunner.h"
 #include "kernels/qsaInternal.h"
-
-// Declared, not defined: cuda_fp16.h needs CCCL headers that @cuda//:cuda_headers does not export, and
-// the bench only passes T pointers.
-struct __half;
-typedef __half half;
-struct __nv_bfloat16;
 
 namespace kn = trt_edgellm::kernel;
 

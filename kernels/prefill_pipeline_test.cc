@@ -39,8 +39,8 @@ void checkCase(DType dt, PrefillSpec const& s, bool withPool, Pages pages = Page
 }
 
 TEST(PrefillWorkspace, SizeMatchesReferenceFormula) {
-    // Section 6 with CUB's own query for one chunk of Rc rows x MB. The runner sorts over a DoubleBuffer
-    // (issue 4), so the query is the DoubleBuffer form (test_cub_query.cu, written here); the public
+    // Section 6 with CUB's own query for one chunk of Rc rows x MB. The runner sorts over a DoubleBuffer,
+    // so the query is the DoubleBuffer form (test_cub_query.cu, written here); the public
     // getQsaSortTempBytes answers for the launcher that keeps its inputs, a different CUB call.
     for (auto bs : std::vector<std::pair<int, int>>{{1, 1},
                                                     {1, 9},

@@ -1,4 +1,4 @@
-// Mutation-testing hooks (tools/mutants/README.md, issue 8). A hook in a kernel reads
+// Mutation-testing hooks (tools/mutants/README.md). A hook in a kernel reads
 //     if (QSA_MUTANT(n)) { ...mutated... } else { ...original... }
 // In the production build (no -DQSA_MUTANTS, the default of //kernels:enable_mutants) QSA_MUTANT(n) is the
 // constant `false` and QSA_MUTANT_SYNC() is empty: the compiler drops every mutated branch and the

@@ -1,6 +1,6 @@
 // CUB's own temp-bytes query for the prefill runner's chunk sort, written in the tests independently of
-// the kernels: DeviceSegmentedRadixSort::SortPairsDescending over a DoubleBuffer (issue 4: the runner
-// sorts over a DoubleBuffer) of numRows segments x numBlocks FP32 keys / INT32 values. Needs a GPU.
+// the kernels: DeviceSegmentedRadixSort::SortPairsDescending over a DoubleBuffer (as the runner
+// sorts) of numRows segments x numBlocks FP32 keys / INT32 values. Needs a GPU.
 #pragma once
 
 #include <cstddef>

@@ -5,6 +5,8 @@
 // never a tolerance).
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -26,13 +28,6 @@
 #include "kernels/qsaIndexerRunner.h"
 #include "reference/qsaReference.h"
 #include "reference/stages.h"
-
-// cuda_fp16.h / cuda_bf16.h need CCCL's <nv/target>, which @cuda//:cuda_headers does not export; the
-// tests only pass T pointers, so the two CUDA types are declared here, not defined (same mangled names
-// as the kernels' explicit instantiations).
-struct __half;
-typedef __half half;
-struct __nv_bfloat16;
 
 namespace qsa {
 namespace ktest {

@@ -9,6 +9,7 @@
 // valid row. With nVis <= 512 decode selects every block, so B1/B2 numerics are visible only this way.
 #include <algorithm>
 
+#include "fixtures/explain.h"
 #include "properties/cases.h"
 #include "properties/prop.h"
 #include "properties/regions.h"
@@ -46,7 +47,8 @@ void prefillMatchesReference(bool hostile) {
                 tie = tiesAtRank(&want.logits[(size_t(b) * c.seqLen + ctx - 1) * MB], ctx / 4);
         }
         coverage::cover("tie_at_rank_512", tie);
-        QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, c.seqLen, "prefill vs reference"));
+        QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, c.seqLen, "prefill vs reference") +
+                          fixtures::explainFirstDifference(c, want, got.outIdx));
         if (c.hasPool)
             QSA_REQUIRE_EMPTY(diffPool(got.pool, want.poolAfter, c.pool.dims, "prefill pool vs reference"));
         return;
@@ -95,7 +97,8 @@ void decodeStepsMatchReference(bool hostile) {
         std::string const step = "decode step " + std::to_string(k);
         std::string const stages = diffDecodeStages(d, got, want);
         QSA_REQUIRE_EMPTY(stages.empty() ? "" : step + ": " + stages);
-        QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, 1, step.c_str()));
+        QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, 1, step.c_str()) +
+                          fixtures::explainFirstDifference(d, want, got.outIdx));
         QSA_REQUIRE_EMPTY(diffPool(got.pool, want.poolAfter, d.pool.dims, step.c_str()));
         if (d.hasSplitCounters)
             RC_ASSERT(got.splitCounters == want.splitCountersAfter);
@@ -145,7 +148,8 @@ QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
         DecodeOut const got = runImplDecode(d, ro);
         std::string const stages = diffDecodeStages(d, got, want);
         QSA_REQUIRE_EMPTY(stages.empty() ? "" : "decode (nVis > 512) step " + std::to_string(k) + ": " + stages);
-        QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, 1, "decode (nVis > 512) vs reference"));
+        QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, 1, "decode (nVis > 512) vs reference") +
+                          fixtures::explainFirstDifference(d, want, got.outIdx));
         pool = want.poolAfter;
     }
     coverage::cover("tie_at_rank_512", tie, kThresholdTieFloor);

@@ -1,4 +1,4 @@
-// Regression properties from mutation testing (tools/mutants/README.md, issue 8). The pipeline properties
+// Regression properties from mutation testing (tools/mutants/README.md). The pipeline properties
 // compare outIdx and the pool only, so a rounding-order change inside K1a, K1b or K2 that moves a value
 // by one ulp (mutants 1, 8, 14, 15) or a logit that no pipeline reads (mutant 16) stays invisible to them.
 // Contract 7.1 asks every STAGE to equal the reference bit for bit: these properties run the public

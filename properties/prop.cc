@@ -42,7 +42,7 @@ std::string fixtureName(std::string id, size_t k) {
 }
 
 // Writes every case of the pending counterexample as a fixture whose expected outputs come from the
-// reference, and prints the commands that install them (fixtures helper: captureFixture).
+// reference, and prints the commands that install them (fixtures/fixture.h: captureFixture).
 void writePending(std::string const& id) {
     std::unique_ptr<Pending> p = std::move(pending());
     if (!p)

@@ -1,7 +1,6 @@
-// CUDA's 2-byte activation types, declared only: the harness and the reference implementation pass T
-// through pointers (bit patterns as uint16_t), so they need the names (for the API's template
-// instantiations) but not the CUDA headers that define them.
+// CUDA's 2-byte activation types, the T of the API's template instantiations. The harness and the reference
+// implementation pass T only through pointers (bit patterns as uint16_t).
 #pragma once
 
-struct __half;
-struct __nv_bfloat16;
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>

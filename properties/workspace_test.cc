@@ -40,7 +40,7 @@ QSA_PROP(Workspace, SizesFollowSection6, 500) {
     size_t const nonCub = ref::prefillWorkspaceBytes(B, S, 0) - kMiB; // every slot but CUB's
     RC_LOG() << "B=" << B << " S=" << S << " size=" << size << " non-CUB slots=" << nonCub << "\n";
     RC_ASSERT(size >= nonCub + kMiB);
-    RC_ASSERT((size - nonCub) % 128 == 0);
+    RC_ASSERT((size - nonCub) % 128u == 0u); // unsigned throughout (RapidCheck compares the captured operands)
     if (!implOnGpu())
         RC_ASSERT(size == ref::prefillWorkspaceBytes(B, S, 0)); // no CUB: the 1 MiB floor
     int32_t const maxBlocks = *flatRange<int32_t>(1, 5000);

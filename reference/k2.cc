@@ -65,8 +65,11 @@ void tileKernel(float const* __restrict q, float const* __restrict kT, float* __
         __m512 dot[kTileRows];
         node<1, 0>(qh, kT, dot);
         for (int r = 0; r < kTileRows; ++r) {
-            // relu: max(x, +0) returns the second operand unless x > 0 (NaN and -0.0 give +0.0).
-            __m512 const rl = _mm512_max_ps(dot[r], _mm512_setzero_ps());
+            // relu: max(x, +0) returns the second operand unless x > 0 (NaN and -0.0 give +0.0). The masked form
+            // with an all-ones mask is the same vmaxps; its pass-through is an initialized +0 rather than the
+            // _mm512_undefined_ps() of the unmasked intrinsic (which GCC's -Wuninitialized reports).
+            __m512 const zero = _mm512_setzero_ps();
+            __m512 const rl = _mm512_mask_max_ps(zero, __mmask16(0xFFFF), dot[r], zero);
             logit[r] = h == 0 ? rl : _mm512_add_ps(logit[r], rl); // ((r0 + r1) + r2) + r3
         }
     }

@@ -4,7 +4,7 @@
 // than in Rc-row chunks through a full sort: the contract makes every row independent of the chunking, and
 // the first kSel entries of the stable descending sort of a K2 row (logits never NaN or -0.0, invisible
 // entries -FLT_MAX below every visible one) are exactly the kSel smallest (~key, id) pairs. runPrefillByStages
-// (stages_pipeline.cc) is the literal chunked composition; the tests hold the two against each other.
+// (byStages.cc) is the literal chunked composition; the tests hold the two against each other.
 #include "reference/qsaReference.h"
 
 #include "reference/k2.h"

@@ -1,4 +1,4 @@
-// Exhaustive scalar checks, device vs reference bit for bit (issue 7): all 2^32 float inputs of the correctly
+// Exhaustive scalar checks, device vs reference bit for bit: all 2^32 float inputs of the correctly
 // rounded 1/sqrt and of the float -> half / bf16 casts, all 2^16 half and bf16 -> float, through the device
 // functions the kernels use. Opt-in (not in the pre-merge run):
 //   bazel run //tools:exhaustive_primitives -- [--threads N] [--json FILE]

@@ -3,17 +3,22 @@
 //   bazel run //tools:qsa -- diff A B            (output dirs or fixture dirs: a fixture contributes its expected_*)
 //   bazel run //tools:qsa -- replay --impl=reference DIR...
 //   bazel run //tools:qsa -- show DIR
+//   bazel run //tools:qsa -- explain DIR --row b,t [--actual OUT]   (decode: --row b)
 // //tools:qsa_gpu is the same tool with --impl=gpu available. Exit status: 0 all good, 1 a mismatch or
 // an invalid fixture, 2 a usage error.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <set>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
+#include "fixtures/explain.h"
 #include "fixtures/fixture.h"
 #include "fixtures/npy.h"
 #include "fixtures/replay.h"
@@ -199,6 +204,77 @@ int cmdShow(std::string const& dir) {
     return 0;
 }
 
+// `--row b,t` (prefill) or `--row b` (decode) as {b, t}; t = 0 for decode.
+std::pair<int64_t, int64_t> parseRow(Fixture const& f, std::string const& spec) {
+    size_t comma = spec.find(',');
+    auto num = [&](std::string const& s) {
+        size_t used = 0;
+        int64_t v = -1;
+        try {
+            v = std::stoll(s, &used);
+        } catch (std::exception const&) {
+            used = 0;
+        }
+        if (used == 0 || used != s.size())
+            throw CLI::ValidationError("--row", "'" + spec + "' is not " + (f.isDecode() ? "b" : "b,t"));
+        return v;
+    };
+    if (f.isDecode() != (comma == std::string::npos))
+        throw CLI::ValidationError("--row", "'" + spec + "': a " + (f.isDecode() ? "decode" : "prefill") +
+                                                " fixture takes --row " + (f.isDecode() ? "b" : "b,t"));
+    if (f.isDecode())
+        return {num(spec), 0};
+    return {num(spec.substr(0, comma)), num(spec.substr(comma + 1))};
+}
+
+// --actual: a fixture (its expected_out_idx.npy), an output directory of `qsa run` or an out_idx .npy file.
+std::vector<int32_t> loadActualOutIdx(Fixture const& f, std::string const& where) {
+    std::string const p = userPath(where);
+    std::vector<int32_t> v;
+    if (fs::is_directory(p)) {
+        bool isFixture = false;
+        v = toI32(loadOutputArrays(p, &isFixture).at("out_idx"), where + "/out_idx");
+    } else {
+        v = toI32(parseNpy(readFile(p), p), p);
+    }
+    size_t const want = size_t(f.batchSize()) * f.seqLen() * qsa::ref::kIndexWidth;
+    if (v.size() != want)
+        throw std::runtime_error("--actual " + where + ": out_idx has " + std::to_string(v.size()) +
+                                 " entries, expected B*S*2051 = " + std::to_string(want));
+    return v;
+}
+
+int cmdExplain(std::string const& dir, std::string const& rowSpec, std::string const& actualPath, int64_t window) {
+    Fixture f = readFixture(userPath(dir));
+    int64_t const W = qsa::ref::kIndexWidth;
+    std::vector<int32_t> actual;
+    if (!actualPath.empty())
+        actual = loadActualOutIdx(f, actualPath);
+    int64_t b = 0, t = 0;
+    if (!rowSpec.empty()) {
+        std::tie(b, t) = parseRow(f, rowSpec);
+    } else {
+        // No --row: the first row where the actual output differs from the fixture's expected one.
+        int64_t r = 0, rows = int64_t(f.batchSize()) * f.seqLen();
+        while (r < rows &&
+               std::equal(actual.begin() + r * W, actual.begin() + (r + 1) * W, f.expected.outIdx.begin() + r * W))
+            ++r;
+        if (r == rows) {
+            std::cout << "--actual " << actualPath << " equals the fixture's expected out_idx; give --row\n";
+            return 0;
+        }
+        b = r / f.seqLen();
+        t = r % f.seqLen();
+    }
+    RowProblem const p = rowProblem(f, b, t);
+    int32_t const* act = actual.empty() ? nullptr : actual.data() + (b * f.seqLen() + (f.isDecode() ? 0 : t)) * W;
+    std::cout << dir << ": " << explainRow(p, act, ExplainOptions{window});
+    if (!act)
+        return 0;
+    std::vector<int32_t> const want = contractRow(p);
+    return std::equal(want.begin(), want.end(), act) ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -228,8 +304,23 @@ int main(int argc, char** argv) {
     auto* show = app.add_subcommand("show", "print a fixture's header");
     show->add_option("dir", showDir)->required();
 
+    std::string explainDir, explainRowSpec, explainActual;
+    int64_t explainWindow = -1;
+    auto* explain = app.add_subcommand(
+        "explain", "one row's selection: the contract's order with logit bits, the kSel threshold, the ties "
+                   "across it and, with --actual, which block the implementation took instead and why that is wrong");
+    explain->add_option("dir", explainDir, "fixture directory")->required();
+    explain->add_option("--row", explainRowSpec,
+                        "b,t (prefill) or b (decode); without it, the first row where --actual differs");
+    explain->add_option("--actual", explainActual,
+                        "the implementation's out_idx: a fixture dir, a `qsa run` output dir or a .npy file");
+    explain->add_option("--window", explainWindow, "ranks listed at the top and on each side of the threshold")
+        ->check(CLI::NonNegativeNumber);
+
     try {
         app.parse(argc, argv);
+        if (*explain && explainRowSpec.empty() && explainActual.empty())
+            throw CLI::RequiredError("explain: --row (or --actual)");
     } catch (CLI::ParseError const& e) {
         int rc = app.exit(e);
         return rc == 0 ? 0 : 2;
@@ -243,6 +334,11 @@ int main(int argc, char** argv) {
             return cmdReplay(replayImpl, replayDirs, verbose);
         if (*show)
             return cmdShow(showDir);
+        if (*explain)
+            return cmdExplain(explainDir, explainRowSpec, explainActual, explainWindow);
+    } catch (CLI::ParseError const& e) {
+        int rc = app.exit(e);
+        return rc == 0 ? 0 : 2;
     } catch (std::exception const& e) {
         std::cerr << "qsa: " << e.what() << "\n";
         return 1;

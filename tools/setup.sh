@@ -1,25 +1,58 @@
 #!/usr/bin/env bash
-# Installs what building and testing this project needs (idempotent; run as root) and writes
-# .bazelrc.user for this machine: without a GPU the gpu-tagged tests are filtered out, loudly.
+# Installs what building and testing this project needs (idempotent) and writes .bazelrc.user for this
+# machine: without a GPU the gpu-tagged tests are filtered out, loudly.
+# Run it as yourself or as root: `tools/setup.sh`. Only installing missing Debian packages needs root; a
+# non-root user then gets that one step re-run through sudo (`tools/setup.sh --install-packages`), so the
+# files it writes in the checkout (.bazelrc.user, .tools/) stay the user's.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
+self=$repo/tools/setup.sh
 CUDA_PATH=${CUDA_PATH:-/usr/local/cuda}
 # python3-numpy and python3-pytest: the Python fixture package and its py_test targets (//python).
 packages=(bazel-bootstrap libeigen3-dev librapidcheck-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev
     python3-numpy python3-pytest)
 
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+missingPackages() {
+    local p
+    for p in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+    done
+}
+
+installPackages() { # as root
+    echo "setup.sh: installing $*"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+if [[ ${1:-} == --install-packages ]]; then # the privileged step alone (what the sudo re-run does)
+    [[ $(id -u) -eq 0 ]] || { echo "setup.sh: --install-packages needs root" >&2; exit 1; }
+    mapfile -t missing < <(missingPackages)
+    if ((${#missing[@]})); then installPackages "${missing[@]}"; fi
+    exit 0
+fi
+
+mapfile -t missing < <(missingPackages)
 if ((${#missing[@]})); then
-    if [[ $(id -u) -ne 0 ]]; then
-        echo "setup.sh: missing packages ${missing[*]}; run as root (sudo tools/setup.sh)" >&2
+    if [[ $(id -u) -eq 0 ]]; then
+        installPackages "${missing[@]}"
+    elif command -v sudo >/dev/null; then
+        echo "setup.sh: missing packages ${missing[*]}; not root, so re-running the install step as: sudo $self --install-packages"
+        sudo -- "$self" --install-packages || {
+            echo "setup.sh: 'sudo $self --install-packages' failed; as root, run: apt-get install ${missing[*]}" \
+                "(or run tools/setup.sh as root), then tools/setup.sh again" >&2
+            exit 1
+        }
+    else
+        echo "setup.sh: missing packages ${missing[*]}; installing them needs root and there is no sudo here." \
+            "As root, run tools/setup.sh (or: apt-get install ${missing[*]}), then tools/setup.sh again as yourself" >&2
         exit 1
     fi
-    echo "setup.sh: installing ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    mapfile -t missing < <(missingPackages)
+    if ((${#missing[@]})); then
+        echo "setup.sh: packages still missing after the install: ${missing[*]}" >&2
+        exit 1
+    fi
 fi
 
 # nvcc: the kernels need CUDA >= 12.4 (CCCL with DeviceSegmentedRadixSort over DoubleBuffer, sm_90).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Mutation testing of the kernels (issue 8, tools/mutants/README.md).
+# Mutation testing of the kernels (tools/mutants/README.md).
 #
 #   run_mutants.sh build [BUNDLE_DIR]      (dev machine) build the pre-merge GPU suite (kernel stage tests +
 #                                          property tests) with --//kernels:enable_mutants=true through
