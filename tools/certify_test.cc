@@ -50,8 +50,11 @@ TEST(Plan, ChildVisibleDevicesFollowsTheParentList) {
 }
 
 TEST(Plan, EightContractsInOrder) {
-    ASSERT_EQ(contracts().size(), 8u);
-    for (size_t i = 0; i < contracts().size(); ++i) {
+    // The eight contracts of section 7 in order, then the portable decode stage property (contract 1).
+    ASSERT_EQ(contracts().size(), 9u);
+    EXPECT_EQ(contracts()[8].test, "decode_stages_test");
+    EXPECT_EQ(contracts()[8].number, 1);
+    for (size_t i = 0; i < 8; ++i) {
         EXPECT_EQ(contracts()[i].number, static_cast<int>(i) + 1);
     }
     EXPECT_EQ(contracts()[0].test, "differential_test");
