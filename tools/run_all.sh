@@ -74,6 +74,11 @@ skipped_large=()
 while read -r kind path; do
     [[ $kind == tests ]] || continue
     [[ -z $filter || $path == *$filter* ]] || continue
+    # launch_failure_test makes an invalid launch on purpose: an API error under every sanitizer by design.
+    if [[ -n $sanitize && $path == */launch_failure_test ]]; then
+        echo "run_all: $path not sanitized (its invalid launch is an API error under compute-sanitizer by design)"
+        continue
+    fi
     if is_large "$path" && { ((large == 0)) || [[ -n $sanitize ]]; }; then
         skipped_large+=("$path")
         continue
@@ -168,6 +173,17 @@ sanitize_budget() { # tool binary-path
     decode_pipeline_test | decode_scores_test | decode_select_test) [[ $tool == racecheck ]] && skip+=":*LongContext*" ;;
     differential_test_gpu) skip+=":*ChunkedPrefill*" ;;
     esac
+    # racecheck tracks every shared-memory access (about 100x slower): these ran past 150 s on one H200
+    # (2026-12-01); the skipped shapes run the same kernels as the kept ones, only larger.
+    if [[ $tool == racecheck ]]; then
+        case $name in
+        decode_pipeline_test) skip+=":*ManySteps*" ;;
+        prefill_pipeline_test) skip+=":*AroundBudget*:*ChunkBoundariesInsideSequences*:*DeterministicWhatever*" ;;
+        alignment_test) skip+=":*Bf16" ;;
+        batch_invariance_test_gpu) skip+=":*ChunkBoundariesMoved*" ;;
+        differential_test_gpu) skip+=":*DecodeSelectsAmongManyBlocks*" ;;
+        esac
+    fi
     case $name in
     *_gpu) rc="max_success=1 max_size=30" ;;
     esac
