@@ -8,7 +8,6 @@
 #include <cstring>
 
 #include "properties/cases.h"
-#include "properties/decode_readback.h"
 #include "properties/prop.h"
 #include "properties/regions.h"
 
@@ -125,7 +124,11 @@ QSA_PROP(DecodeStages, B1QPrepMatchesReference, 60) {
     Capture cap("decode_stages", s.description);
     cap.add(s.d);
     Fill const fill = *pick(Fill::kGarbage, Fill::kNaN, Fill::kZero);
-    DecodeReadback const got = runImplDecodeReadback(s.d, fill, s.d.contextLengths[0]);
+    RunOptions ro;
+    ro.workspaceFill = fill;
+    ro.fillSeed = uint64_t(s.d.contextLengths[0]);
+    ro.readStages = true; // the section-6 slots qNormed and logits, downloaded by the harness
+    DecodeOut const got = runImplDecode(s.d, ro);
     ref::DecodeResult const want = ref::runDecode(s.d);
     for (size_t i = 0; i < want.qNormed.size(); ++i) {
         if (got.qNormed[i] != want.qNormed[i]) {
@@ -146,11 +149,15 @@ QSA_PROP(DecodeStages, B2LogitsMatchReference, 60) {
     Capture cap("decode_stages", s.description);
     cap.add(s.d);
     Fill const fill = *pick(Fill::kNaN, Fill::kGarbage, Fill::kZero);
-    DecodeReadback const got = runImplDecodeReadback(s.d, fill, s.d.contextLengths[0] + 1);
+    RunOptions ro;
+    ro.workspaceFill = fill;
+    ro.fillSeed = uint64_t(s.d.contextLengths[0] + 1);
+    ro.readStages = true; // the section-6 slots qNormed and logits, downloaded by the harness
+    DecodeOut const got = runImplDecode(s.d, ro);
     ref::DecodeResult const want = ref::runDecode(s.d);
     for (int32_t b = 0; b < s.d.batchSize; ++b) {
         int32_t const c = s.d.contextLengths[b];
-        if (c < 1 || c / 4 > s.d.maxBlocks)
+        if (!ref::decodeRowValid(c, s.d.maxBlocks))
             continue; // invalid: no logit is written
         for (int32_t g = 0; g < c / 4; ++g) {
             size_t const i = size_t(b) * s.d.maxBlocks + g;
