@@ -21,7 +21,10 @@ __global__ void __launch_bounds__(160)
     int const lane = threadIdx.x & 31;
     int const warp = threadIdx.x >> 5;
     int64_t const ctx = contextLengths[b];
-    bool const valid = ctx >= 1 && (QSA_MUTANT(35) || ctx / 4 <= maxBlocks);
+    bool valid = ctx >= 1 && ctx / 4 <= maxBlocks; // the floor rule
+    if (QSA_MUTANT(35)) {
+        valid = ctx >= 1;
+    }
     T const* row = indexQk + b * kQkWidth;
     if (warp < kHeads) {
         T* out = qNormed + (b * kHeads + warp) * kDim;
@@ -33,7 +36,11 @@ __global__ void __launch_bounds__(160)
         float sq[4], xo[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            sq[i] = TypeOps<T>::toFloat(x[4 * lane + (QSA_MUTANT(31) ? 3 - i : i)]);
+            int sqDim = 4 * lane + i;
+            if (QSA_MUTANT(31)) {
+                sqDim = 4 * lane + 3 - i;
+            }
+            sq[i] = TypeOps<T>::toFloat(x[sqDim]);
             xo[i] = TypeOps<T>::toFloat(x[lane + 32 * i]);
         }
         normRopeStoreWarp(out, sq, xo, wQ, rmsEps, cosSin, ctx - 1, lane);
@@ -45,7 +52,11 @@ __global__ void __launch_bounds__(160)
     uint16_t const* k16 = reinterpret_cast<uint16_t const*>(row + kRawKCol);
     if (ctx % 4 != 0) {
         // The new token's raw k, bit-unmodified, to its K-tail.
-        int64_t const off = poolTailOffset(pool, b, 0, QSA_MUTANT(26) ? ctx : ctx - 1);
+        int64_t tok = ctx - 1; // the new token
+        if (QSA_MUTANT(26)) {
+            tok = ctx;
+        }
+        int64_t const off = poolTailOffset(pool, b, 0, tok);
         if (off >= 0) {
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
@@ -58,7 +69,11 @@ __global__ void __launch_bounds__(160)
     T const* kin[4];
 #pragma unroll
     for (int j = 0; j < 3; ++j) {
-        int64_t const off = poolTailOffset(pool, b, 0, tok0 + j + (QSA_MUTANT(30) ? 1 : 0));
+        int64_t tok = tok0 + j;
+        if (QSA_MUTANT(30)) {
+            tok = tok0 + j + 1;
+        }
+        int64_t const off = poolTailOffset(pool, b, 0, tok);
         kin[j] = off >= 0 ? reinterpret_cast<T const*>(pool.pool + off) : nullptr;
     }
     kin[3] = row + kRawKCol;

@@ -32,17 +32,11 @@ __device__ __forceinline__ float4 unpack4(uint2 v) {
     return f;
 }
 
-__device__ __forceinline__ float lanePartial(float4 q, float4 k) {
+__device__ __forceinline__ float b2LanePartial(float4 q, float4 k) {
+    float p = lanePartial(q, k);
     if (QSA_MUTANT(32)) {
-        float r = fmaf(q.w, k.w, 0.0f);
-        r = fmaf(q.z, k.z, r);
-        r = fmaf(q.y, k.y, r);
-        return fmaf(q.x, k.x, r);
+        p = lanePartialReversed(q, k);
     }
-    float p = fmaf(q.x, k.x, 0.0f);
-    p = fmaf(q.y, k.y, p);
-    p = fmaf(q.z, k.z, p);
-    p = fmaf(q.w, k.w, p);
     return p;
 }
 
@@ -153,34 +147,19 @@ __global__ void __launch_bounds__(kTile)
         float4 const k1 = unpack4<T>(ks[kSlot(blk, l + 16)]);
 #pragma unroll
         for (int h = 0; h < kHeads; ++h) {
-            p0[h] = lanePartial(qs[h * 32 + l], k0);
-            float const a = __fadd_rn(p0[h], lanePartial(qs[h * 32 + l + 16], k1));
-            if ((j & 1) == 0) {
-                pend[h][0] = a;
-            } else {
-                float const bb = __fadd_rn(pend[h][0], a);
-                if ((j & 2) == 0) {
-                    pend[h][1] = bb;
-                } else {
-                    float const cc = __fadd_rn(pend[h][1], bb);
-                    if ((j & 4) == 0) {
-                        pend[h][2] = cc;
-                    } else {
-                        float const dd = __fadd_rn(pend[h][2], cc);
-                        if ((j & 8) == 0) {
-                            pend[h][3] = dd;
-                        } else {
-                            pend[h][3] = __fadd_rn(pend[h][3], dd); // dot_h
-                        }
-                    }
-                }
-            }
+            p0[h] = b2LanePartial(qs[h * 32 + l], k0);
+            float const a = __fadd_rn(p0[h], b2LanePartial(qs[h * 32 + l + 16], k1));
+            butterflyFold(pend[h], a, j); // after j = 15: pend[h][3] = dot_h
         }
     }
     // ((relu0 + relu1) + relu2) + relu3, then the scale.
 #pragma unroll
     for (int h = 0; h < kHeads; ++h) {
-        acc = __fadd_rn(acc, reluPos(pend[QSA_MUTANT(33) ? kHeads - 1 - h : h][3]));
+        int head = h;
+        if (QSA_MUTANT(33)) {
+            head = kHeads - 1 - h;
+        }
+        acc = __fadd_rn(acc, reluPos(pend[head][3]));
     }
     logits[b * maxBlocks + g0 + blk] = __fmul_rn(acc, logitScale());
 }

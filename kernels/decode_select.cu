@@ -44,7 +44,10 @@ __device__ __forceinline__ bool rowPrologue(int32_t* out, int64_t ctx, int32_t m
         }
         return true;
     }
-    info.nVis = static_cast<int>(QSA_MUTANT(34) ? (ctx + 3) / 4 : ctx / 4);
+    info.nVis = static_cast<int>(ctx / 4);
+    if (QSA_MUTANT(34)) {
+        info.nVis = static_cast<int>((ctx + 3) / 4);
+    }
     info.tail = static_cast<int>(ctx % 4);
     if (info.nVis <= kTopK) {
         // Every block selected, in ascending id, then the tail: out[i] = i for i < 4 nVis + tail = ctx.

@@ -20,7 +20,10 @@ __global__ void __launch_bounds__(256)
         }
         int const nVis = padded ? 0 : (t + 1) / 4;
         int const kSel = min(kTopK, nVis);
-        int const tail = padded ? 0 : (QSA_MUTANT(22) ? t : t + 1) % 4;
+        int tail = padded ? 0 : (t + 1) % 4;
+        if (QSA_MUTANT(22) && !padded) {
+            tail = t % 4;
+        }
         int32_t const* sel = sortedIds + (r - rowBegin) * numBlocks;
         int32_t* out = outIdx + r * kWidth;
         for (int p = threadIdx.x; p < kWidth; p += blockDim.x) {

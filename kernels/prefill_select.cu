@@ -80,7 +80,10 @@ __global__ void __launch_bounds__(kThreads)
         }
         int const nVis = padded ? 0 : (t + 1) / 4;
         int const kSel = min(kTopK, nVis);
-        int const tail = padded ? 0 : (QSA_MUTANT(22) ? t : t + 1) % 4;
+        int tail = padded ? 0 : (t + 1) % 4;
+        if (QSA_MUTANT(22) && !padded) {
+            tail = t % 4;
+        }
         if (kSel > 0) { // uniform over the block
             int64_t const base = (r - rowBegin) * numBlocks;
             float const* row = logits + base;

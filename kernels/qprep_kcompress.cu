@@ -33,7 +33,11 @@ __global__ void __launch_bounds__(128)
         float sq[4], xo[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            sq[i] = TypeOps<T>::toFloat(x[4 * lane + (QSA_MUTANT(1) ? 3 - i : i)]);
+            int sqDim = 4 * lane + i;
+            if (QSA_MUTANT(1)) {
+                sqDim = 4 * lane + 3 - i;
+            }
+            sq[i] = TypeOps<T>::toFloat(x[sqDim]);
             xo[i] = TypeOps<T>::toFloat(x[lane + 32 * i]);
         }
         normRopeStoreWarp(out, sq, xo, wQ, rmsEps, cosSin, t, lane);
@@ -58,7 +62,10 @@ __global__ void __launch_bounds__(128)
         T* out = kbar + (b * numBlocks + g) * kDim;
         int64_t const tok0 = 4 * g;
         // Valid iff the whole block is inside the context and inside this call's rows.
-        bool const valid = (QSA_MUTANT(12) || tok0 + 3 < ctx) && tok0 >= pastLen && tok0 + 3 < total;
+        bool valid = tok0 + 3 < ctx && tok0 >= pastLen && tok0 + 3 < total;
+        if (QSA_MUTANT(12)) {
+            valid = tok0 >= pastLen && tok0 + 3 < total;
+        }
         if (!valid) {
             storeZeroRowWarp(out, lane);
             continue;
@@ -67,7 +74,11 @@ __global__ void __launch_bounds__(128)
         float sq[4], xo[4];
         compressInputsWarp<T>(k0, k0 + kQkWidth, k0 + 2 * kQkWidth, k0 + 3 * kQkWidth, lane, sq, xo);
         uint16_t bits[4];
-        normRopeBitsWarp<T>(bits, sq, xo, wK, rmsEps, cosSin, QSA_MUTANT(11) ? tok0 + 3 : tok0, lane);
+        int64_t ropePos = tok0; // a block's rope position is its first token
+        if (QSA_MUTANT(11)) {
+            ropePos = tok0 + 3;
+        }
+        normRopeBitsWarp<T>(bits, sq, xo, wK, rmsEps, cosSin, ropePos, lane);
         uint16_t* o16 = reinterpret_cast<uint16_t*>(out);
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
@@ -91,7 +102,11 @@ __global__ void __launch_bounds__(128)
     rawKTailScatterKernel(uint16_t const* indexQk, int32_t const* contextLengths, int32_t seqLen, PoolDev pool) {
     int64_t const b = blockIdx.x;
     int const ctx = clampCtx(contextLengths[b], seqLen);
-    for (int t = ctx - ((QSA_MUTANT(13) && ctx >= 4 && ctx % 4 == 0) ? 4 : ctx % 4); t < ctx; ++t) {
+    int tailBegin = ctx - ctx % 4; // the tokens of the last, incomplete block
+    if (QSA_MUTANT(13) && ctx >= 4 && ctx % 4 == 0) {
+        tailBegin = ctx - 4;
+    }
+    for (int t = tailBegin; t < ctx; ++t) {
         int64_t const off = poolTailOffset(pool, b, 0, t);
         if (off < 0) {
             continue;

@@ -78,7 +78,11 @@ __device__ __forceinline__ uint16_t floatToBits(float f) {
 
 // relu(x) = x > 0 ? x : +0.0 (NaN and -0.0 become +0.0).
 __device__ __forceinline__ float reluPos(float x) {
-    return QSA_MUTANT(17) ? (x < 0.0f ? 0.0f : x) : (x > 0.0f ? x : 0.0f);
+    float r = x > 0.0f ? x : 0.0f;
+    if (QSA_MUTANT(17)) {
+        r = x < 0.0f ? 0.0f : x; // NaN and -0.0 pass through
+    }
+    return r;
 }
 
 __device__ __forceinline__ float logitScale() {
@@ -87,17 +91,63 @@ __device__ __forceinline__ float logitScale() {
 
 // warpSum: for m in 16, 8, 4, 2, 1: p[l] = p[l] + p[l ^ m]. Every lane ends with the same bits.
 __device__ __forceinline__ float warpSum(float p) {
-    if (QSA_MUTANT(3)) {
-        for (int m = 1; m <= 16; m <<= 1) {
-            p = __fadd_rn(p, __shfl_xor_sync(kFull, p, m));
-        }
-        return p;
-    }
+    float s = p;
 #pragma unroll
     for (int m = 16; m >= 1; m >>= 1) {
-        p = __fadd_rn(p, __shfl_xor_sync(kFull, p, m));
+        s = __fadd_rn(s, __shfl_xor_sync(kFull, s, m));
     }
+    if (QSA_MUTANT(3)) {
+        s = p; // the other association: m = 1, 2, 4, 8, 16
+        for (int m = 1; m <= 16; m <<= 1) {
+            s = __fadd_rn(s, __shfl_xor_sync(kFull, s, m));
+        }
+    }
+    return s;
+}
+
+// K2/B2 per-lane partial of one head's dot: +0.0, then one fma per dim, the lane's dims in ascending order.
+__device__ __forceinline__ float lanePartial(float4 q, float4 k) {
+    float p = fmaf(q.x, k.x, 0.0f);
+    p = fmaf(q.y, k.y, p);
+    p = fmaf(q.z, k.z, p);
+    p = fmaf(q.w, k.w, p);
     return p;
+}
+
+// The same chain run from the lane's last dim: only the K2/B2 mutants (14, 32) call it.
+__device__ __forceinline__ float lanePartialReversed(float4 q, float4 k) {
+    float p = fmaf(q.w, k.w, 0.0f);
+    p = fmaf(q.z, k.z, p);
+    p = fmaf(q.y, k.y, p);
+    p = fmaf(q.x, k.x, p);
+    return p;
+}
+
+// warpSum's butterfly evaluated by one thread that holds every lane: step j (0..15, unrolled) brings
+// a = partial[l] + partial[l ^ 16] (the m = 16 level) for l = bitreverse4(j); the levels m = 8, 4, 2, 1 are
+// folded like a binary counter in pend[0..3]. After step 15, pend[3] is warpSum's result and true is returned.
+__device__ __forceinline__ bool butterflyFold(float (&pend)[4], float a, int j) {
+    if ((j & 1) == 0) {
+        pend[0] = a;
+        return false;
+    }
+    float const b = __fadd_rn(pend[0], a);
+    if ((j & 2) == 0) {
+        pend[1] = b;
+        return false;
+    }
+    float const c = __fadd_rn(pend[1], b);
+    if ((j & 4) == 0) {
+        pend[2] = c;
+        return false;
+    }
+    float const d = __fadd_rn(pend[2], c);
+    if ((j & 8) == 0) {
+        pend[3] = d;
+        return false;
+    }
+    pend[3] = __fadd_rn(pend[3], d);
+    return true;
 }
 
 // normRope on one warp. Lane l holds sq[0..3] = x[4l + i] (for the sum of squares) and
@@ -115,24 +165,28 @@ __device__ __forceinline__ void normRopeWarp(float const sq[4], float const xo[4
     float const s = warpSum(partial);
     float const v = fmaf(s, 0.0078125f, rmsEps);
     // 3. correctly rounded 1/sqrt.
-    float const inv = QSA_MUTANT(4) ? rsqrtf(v) : __frsqrt_rn(v);
+    float inv = __frsqrt_rn(v);
+    if (QSA_MUTANT(4)) {
+        inv = rsqrtf(v); // approximate
+    }
     // 4. y[d] = (x[d] * inv) * (1 + w[d]), three roundings.
     float y[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-        y[j] = QSA_MUTANT(2) ? __fmul_rn(xo[j], __fmul_rn(inv, __fadd_rn(1.0f, wo[j])))
-                             : __fmul_rn(__fmul_rn(xo[j], inv), __fadd_rn(1.0f, wo[j]));
+        y[j] = __fmul_rn(__fmul_rn(xo[j], inv), __fadd_rn(1.0f, wo[j]));
+        if (QSA_MUTANT(2)) {
+            y[j] = __fmul_rn(xo[j], __fmul_rn(inv, __fadd_rn(1.0f, wo[j]))); // other association
+        }
     }
     // 5. neox rope over dims [0, 64): o[i] = fma(y[i], c, -(y[i+32] s)); o[i+32] = fma(y[i+32], c, y[i] s).
-    if (QSA_MUTANT(5)) {
+    out[0] = fmaf(y[0], cosv, -__fmul_rn(y[1], sinv));
+    out[1] = fmaf(y[1], cosv, __fmul_rn(y[0], sinv));
+    if (QSA_MUTANT(5)) { // no fma: two more roundings
         out[0] = __fsub_rn(__fmul_rn(y[0], cosv), __fmul_rn(y[1], sinv));
         out[1] = __fadd_rn(__fmul_rn(y[1], cosv), __fmul_rn(y[0], sinv));
-    } else if (QSA_MUTANT(6)) {
+    } else if (QSA_MUTANT(6)) { // the rotation's sign flipped
         out[0] = fmaf(y[0], cosv, __fmul_rn(y[1], sinv));
         out[1] = fmaf(y[1], cosv, -__fmul_rn(y[0], sinv));
-    } else {
-        out[0] = fmaf(y[0], cosv, -__fmul_rn(y[1], sinv));
-        out[1] = fmaf(y[1], cosv, __fmul_rn(y[0], sinv));
     }
     out[2] = y[2];
     out[3] = y[3];
@@ -178,12 +232,18 @@ __device__ __forceinline__ int64_t poolTailOffset(PoolDev const& p, int64_t b, i
     if (slot >= p.maxPagesPerSeq) {
         return -1;
     }
-    int32_t const page =
-        p.pageTable[(b * 2 + plane) * p.maxPagesPerSeq + slot] + ((QSA_MUTANT(27) && plane == 1) ? p.numPages : 0);
+    int32_t page = p.pageTable[(b * 2 + plane) * p.maxPagesPerSeq + slot];
+    if (QSA_MUTANT(27) && plane == 1) {
+        page += p.numPages; // V ids read as if relative to the V plane
+    }
     int64_t const lo = plane == 0 ? 0 : static_cast<int64_t>(p.numPages);
-    if (QSA_MUTANT(28)   ? page >= lo + p.numPages
-        : QSA_MUTANT(36) ? page < lo
-                         : (page < lo || page >= lo + p.numPages)) {
+    bool outside = page < lo || page >= lo + p.numPages; // holes (-1) and the other plane's ids
+    if (QSA_MUTANT(28)) {
+        outside = page >= lo + p.numPages; // lower bound dropped
+    } else if (QSA_MUTANT(36)) {
+        outside = page < lo; // upper bound dropped
+    }
+    if (outside) {
         return -1;
     }
     return ((static_cast<int64_t>(page) * kQSA_TOKENS_PER_PAGE + (token & 127)) * p.numKVHeads) * p.poolHeadDim +

@@ -53,12 +53,15 @@ __device__ __forceinline__ void normRopeStoreWarp(T* out, float const sq[4], flo
 // m = (((k0 + k1) + k2) + k3) * 0.25, then cast to T and read back (the cast is part of the contract).
 template <typename T>
 __device__ __forceinline__ float blockMeanRounded(float k0, float k1, float k2, float k3) {
-    float const m = QSA_MUTANT(8) ? __fmul_rn(__fadd_rn(__fadd_rn(k0, k1), __fadd_rn(k2, k3)), 0.25f)
-                                  : __fmul_rn(__fadd_rn(__fadd_rn(__fadd_rn(k0, k1), k2), k3), 0.25f);
-    if (QSA_MUTANT(9)) {
-        return m;
+    float m = __fmul_rn(__fadd_rn(__fadd_rn(__fadd_rn(k0, k1), k2), k3), 0.25f);
+    if (QSA_MUTANT(8)) {
+        m = __fmul_rn(__fadd_rn(__fadd_rn(k0, k1), __fadd_rn(k2, k3)), 0.25f); // pairwise sum
     }
-    return TypeOps<T>::toFloat(TypeOps<T>::fromFloat(m));
+    float r = TypeOps<T>::toFloat(TypeOps<T>::fromFloat(m));
+    if (QSA_MUTANT(9)) {
+        r = m; // the cast to T skipped
+    }
+    return r;
 }
 
 template <typename T>
@@ -72,7 +75,10 @@ __device__ __forceinline__ void compressInputsWarp(T const* k0, T const* k1, T c
                                                    float sq[4], float xo[4]) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-        int const ds = QSA_MUTANT(10) ? lane + 32 * i : 4 * lane + i;
+        int ds = 4 * lane + i; // the sum-of-squares dims of lane l
+        if (QSA_MUTANT(10)) {
+            ds = lane + 32 * i;
+        }
         sq[i] = blockMeanRounded<T>(loadOrZero(k0, ds), loadOrZero(k1, ds), loadOrZero(k2, ds), loadOrZero(k3, ds));
         int const dx = lane + 32 * i;
         xo[i] = blockMeanRounded<T>(loadOrZero(k0, dx), loadOrZero(k1, dx), loadOrZero(k2, dx), loadOrZero(k3, dx));

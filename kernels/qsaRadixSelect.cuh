@@ -126,7 +126,8 @@ __device__ __forceinline__ void radixPass(RadixSelectSmem<kThreads>& sm, int shi
             }
         }
     });
-    if (!QSA_MUTANT(20)) {
+    bool const barrier = !QSA_MUTANT(20); // mutant: the histogram read races its atomics
+    if (barrier) {
         __syncthreads();
     }
     for (int d = threadIdx.x; d < 256; d += kThreads) {

@@ -117,7 +117,10 @@ void prefillPipeline(int32_t* outIdx, T const* indexQk, float const* cosSin, int
     }
     int64_t const rows = static_cast<int64_t>(batchSize) * seqLen;
     for (int64_t r0 = 0; r0 < rows; r0 += L.chunkRows) {
-        int64_t const r1 = std::min(rows, r0 + L.chunkRows - ((QSA_MUTANT(24) && r0 + L.chunkRows < rows) ? 1 : 0));
+        int64_t r1 = std::min(rows, r0 + L.chunkRows);
+        if (QSA_MUTANT(24) && r1 < rows) {
+            r1 -= 1;
+        }
         launchScoresImpl<T>(fn, keys, nullptr, qNormed, kbar, contextLengths, batchSize, seqLen, r0, r1,
                             /*writeInvisible=*/false, stream);
         launchPrefillSelectExpand(outIdx, keys, contextLengths, seqLen, r0, r1, stream);

@@ -48,17 +48,11 @@ __device__ __forceinline__ void stageRows(float4* dst, T const* src, int64_t src
     }
 }
 
-__device__ __forceinline__ float lanePartial(float4 q, float4 k) {
+__device__ __forceinline__ float k2LanePartial(float4 q, float4 k) {
+    float p = lanePartial(q, k);
     if (QSA_MUTANT(14)) {
-        float r = fmaf(q.w, k.w, 0.0f);
-        r = fmaf(q.z, k.z, r);
-        r = fmaf(q.y, k.y, r);
-        return fmaf(q.x, k.x, r);
+        p = lanePartialReversed(q, k);
     }
-    float p = fmaf(q.x, k.x, 0.0f); // partial[l] starts at +0.0
-    p = fmaf(q.y, k.y, p);
-    p = fmaf(q.z, k.z, p);
-    p = fmaf(q.w, k.w, p);
     return p;
 }
 
@@ -115,8 +109,12 @@ __global__ void __launch_bounds__(kThreads)
         for (int h = 0; h < kHeads; ++h) {
             __syncthreads();                        // previous head's readers of qs are done
             int const qValid = max(0, tVisHi - t0); // padded rows (t >= ctx) are never read
-            stageRows(qs, qNormed + ((seqRow0 + t0) * kHeads + (QSA_MUTANT(15) ? kHeads - 1 - h : h)) * kDim,
-                      static_cast<int64_t>(kHeads) * kDim, kTileRows, qValid);
+            int head = h;
+            if (QSA_MUTANT(15)) {
+                head = kHeads - 1 - h;
+            }
+            stageRows(qs, qNormed + ((seqRow0 + t0) * kHeads + head) * kDim, static_cast<int64_t>(kHeads) * kDim,
+                      kTileRows, qValid);
             __syncthreads();
 
             float pend[4][4][4]; // pending tree values per (row, block) and level
@@ -141,7 +139,7 @@ __global__ void __launch_bounds__(kThreads)
                     for (int ir = 0; ir < 4; ++ir) {
 #pragma unroll
                         for (int jc = 0; jc < 4; ++jc) {
-                            p0[ir][jc] = lanePartial(qv[ir], kv[jc]);
+                            p0[ir][jc] = k2LanePartial(qv[ir], kv[jc]);
                         }
                     }
                 }
@@ -161,28 +159,9 @@ __global__ void __launch_bounds__(kThreads)
                     for (int ir = 0; ir < 4; ++ir) {
 #pragma unroll
                         for (int jc = 0; jc < 4; ++jc) {
-                            float const a = __fadd_rn(p0[ir][jc], lanePartial(qv[ir], kv[jc])); // a[l]
-                            // fold like a binary counter: level 0 = a, 1 = b, 2 = c, 3 = d
-                            if ((j & 1) == 0) {
-                                pend[ir][jc][0] = a;
-                            } else {
-                                float const bb = __fadd_rn(pend[ir][jc][0], a);
-                                if ((j & 2) == 0) {
-                                    pend[ir][jc][1] = bb;
-                                } else {
-                                    float const cc = __fadd_rn(pend[ir][jc][1], bb);
-                                    if ((j & 4) == 0) {
-                                        pend[ir][jc][2] = cc;
-                                    } else {
-                                        float const dd = __fadd_rn(pend[ir][jc][2], cc);
-                                        if ((j & 8) == 0) {
-                                            pend[ir][jc][3] = dd;
-                                        } else {
-                                            float const e = __fadd_rn(pend[ir][jc][3], dd); // dot_h
-                                            acc[ir][jc] = __fadd_rn(acc[ir][jc], reluPos(e));
-                                        }
-                                    }
-                                }
+                            float const a = __fadd_rn(p0[ir][jc], k2LanePartial(qv[ir], kv[jc])); // a[l]
+                            if (butterflyFold(pend[ir][jc], a, j)) {                              // pend[3] = dot_h
+                                acc[ir][jc] = __fadd_rn(acc[ir][jc], reluPos(pend[ir][jc][3]));
                             }
                         }
                     }
@@ -197,7 +176,10 @@ __global__ void __launch_bounds__(kThreads)
             if (t < tLo || t >= tHi) {
                 continue;
             }
-            int const nVis = t < ctx ? (QSA_MUTANT(16) ? t + 2 : t + 1) / 4 : 0;
+            int nVis = t < ctx ? (t + 1) / 4 : 0;
+            if (QSA_MUTANT(16) && t < ctx) {
+                nVis = (t + 2) / 4;
+            }
             int64_t const base = (seqRow0 + t - rowBegin) * numBlocks;
 #pragma unroll
             for (int jc = 0; jc < 4; ++jc) {

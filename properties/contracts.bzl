@@ -9,7 +9,8 @@ Fields:
   name         short name
   levels       the levels (contract section 8) its checks belong to (per check: checks/registry.tsv)
   test         the CPU test target; the GPU variant is test + "_gpu"
-  shards       shard_count of both variants (each shard a share of every property's cases, own seed)
+  shards       shard_count of both variants (gtest splits the properties over the shards; each property runs
+               its whole budget with its shard's own seed)
   mutant_rank  position in the mutant runner's order (the fastest killers first); -1: not run by it
 """
 

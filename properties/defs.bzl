@@ -5,7 +5,7 @@
 <name>_gpu  GPU variant (tags ["gpu"], exec_properties for a remote GPU pool): the harness over device memory
             and whatever //api:impl points at (default //kernels:qsa_kernels).
 
-Both are sharded: every shard runs every property on its share of the cases with its own RapidCheck seed
+Both are sharded: gtest splits the properties over the shards; each runs its whole budget with its shard's own RapidCheck seed
 (properties/prop.cc, README "Sharding and remote GPU pools").
 """
 

@@ -64,9 +64,10 @@ void writePending(std::string const& id) {
 }
 
 // ---- shards and seeds (README "Sharding and remote GPU pools") -------------------------------------------
-// A sharded property target runs EVERY property in every shard, each shard on its own share of the cases
-// with its own RapidCheck seed, so that N workers of a pool split one property's budget. gtest's own
-// sharding (which would give each test to one shard) is switched off before RUN_ALL_TESTS reads it.
+// A sharded property target is sharded by gtest (Bazel exports GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS): each
+// shard runs a subset of the properties, each of them at its WHOLE default budget, so the coverage floors are
+// judged on the same number of cases as in an unsharded run. Each shard draws its own RapidCheck seed from
+// the base seed and its index.
 struct ShardEnv {
     int index = 0, total = 1;
     ShardEnv() {
@@ -80,15 +81,12 @@ struct ShardEnv {
             total = std::atoi(t);
             index = std::min(std::max(std::atoi(i), 0), total - 1);
         }
-        unsetenv("GTEST_TOTAL_SHARDS");
-        unsetenv("GTEST_SHARD_INDEX");
     }
 };
 ShardEnv const& shardEnv() {
     static ShardEnv const e;
     return e;
 }
-ShardEnv const& kShardEnvAtStartup = shardEnv(); // before main, so gtest never sees its sharding variables
 
 bool rcParamsHas(char const* key) {
     char const* env = std::getenv("RC_PARAMS");
@@ -149,21 +147,18 @@ void checkProperty(std::string const& id, int defaultCases, rc::detail::Property
     metadata.id = id;
     metadata.description = id;
     rc::detail::TestParams params = rc::detail::configuration().testParams;
-    // This shard's share of the cases and its seed; RC_PARAMS max_success= / seed= still override.
+    // Every case of the property, with this shard's seed; RC_PARAMS max_success= / seed= still override.
     ShardEnv const& sh = shardEnv();
-    int const total = rcParamsHas("max_success") ? maxSuccess(defaultCases) : scaledDefault(defaultCases);
-    int const cases = total / sh.total + (sh.index < total % sh.total ? 1 : 0);
+    int const cases = rcParamsHas("max_success") ? maxSuccess(defaultCases) : scaledDefault(defaultCases);
     uint64_t base = params.seed;
     if (char const* b = std::getenv("QSA_BASE_SEED"))
         base = std::strtoull(b, nullptr, 10);
     uint64_t const seed = rcParamsHas("seed=") ? params.seed : (sh.total > 1 ? shardSeed(base, sh.index) : base);
     std::ostringstream seedLine;
     seedLine << "QSA_SEED " << id << " base=" << base << " shard=" << sh.index << "/" << sh.total << " seed=" << seed
-             << " cases=" << cases << " of " << total << " (reproduce: RC_PARAMS=\"seed=" << seed
+             << " cases=" << cases << " (reproduce: RC_PARAMS=\"seed=" << seed
              << " max_success=" << cases << "\" --gtest_filter=" << id << ")";
     std::cout << seedLine.str() << std::endl;
-    if (cases == 0)
-        return; // every case of this property runs in the other shards
     params.maxSuccess = cases;
     params.seed = seed;
     pending().reset();
