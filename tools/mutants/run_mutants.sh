@@ -12,7 +12,10 @@
 #                                          time to kill. Two passes per mutant, run concurrently:
 #                                            full  = the whole pre-merge suite: fast stage tests, the
 #                                                    property binaries, the two pipeline test binaries
-#                                            props = the property binaries alone (which property, shrunk case)
+#                                            props = the contract property binaries alone, the portable half
+#                                                    that reaches the implementation through the public API
+#                                                    only (which property, shrunk case); the stage property
+#                                                    binaries (own launchers) run in `full` only
 #   run_mutants.sh matrix LOG_DIR          re-print the kill matrix from LOG_DIR.
 #
 # Environment (run): JOBS (parallel passes, default 12), BIN_TIMEOUT (s per binary, default 100),
@@ -39,8 +42,9 @@ STAGE_ORDER=(
 # The property binaries come from properties/contracts.bzl (THE contract list, field mutant_rank) through the
 # generated contracts.tsv: `build` builds it and ships it in the bundle, `run` reads it from there.
 PROPS_ORDER=()
-props_order() { # contracts.tsv -> gpu binaries with mutant_rank >= 0, by rank
-    awk -F'\t' '$6 >= 0 {print $6 "\t" $5}' "$1" | sort -n | cut -f2
+STAGE_PROPS_ORDER=()
+props_order() { # contracts.tsv, kind (contract|stage) -> gpu binaries of that kind with mutant_rank >= 0, by rank
+    awk -F'\t' -v kind="$2" '$1 == kind && $6 >= 0 {print $6 "\t" $5}' "$1" | sort -n | cut -f2
 }
 PIPELINE_ORDER=(
     kernels/decode_pipeline_test
@@ -75,19 +79,20 @@ WRAP
     PATH="$wrap:$PATH" bazel build --//kernels:enable_mutants=true //properties:contracts_tsv || die "bazel build failed"
     local tsv
     tsv="$(PATH="$wrap:$PATH" bazel info --//kernels:enable_mutants=true bazel-bin 2>/dev/null)/properties/contracts.tsv"
-    mapfile -t PROPS_ORDER < <(props_order "$tsv")
+    mapfile -t PROPS_ORDER < <(props_order "$tsv" contract)
+    mapfile -t STAGE_PROPS_ORDER < <(props_order "$tsv" stage)
     ((${#PROPS_ORDER[@]} > 0)) || die "no property binaries in $tsv"
     # MUT_DIRECT=1 skips gpu_bundle.sh (which also builds every gpu tool of the repo) and builds only the suite.
     if [[ ${MUT_DIRECT:-0} == 1 ]] || ! PATH="$wrap:$PATH" tools/gpu_bundle.sh "$full" --//kernels:enable_mutants=true; then
         # gpu_bundle.sh builds every gpu target of the repo; one broken unrelated target (a tool, a fixture
         # test) must not block mutation testing: build just the suite's targets the same way.
-        echo "run_mutants: gpu_bundle.sh failed; building only the suite's $((${#STAGE_ORDER[@]} + ${#PROPS_ORDER[@]} + ${#PIPELINE_ORDER[@]})) targets" >&2
+        echo "run_mutants: gpu_bundle.sh failed; building only the suite's $((${#STAGE_ORDER[@]} + ${#STAGE_PROPS_ORDER[@]} + ${#PROPS_ORDER[@]} + ${#PIPELINE_ORDER[@]})) targets" >&2
         local labels=()
-        for b in "${STAGE_ORDER[@]}" "${PROPS_ORDER[@]}" "${PIPELINE_ORDER[@]}"; do labels+=("//${b%%/*}:${b#*/}"); done
+        for b in "${STAGE_ORDER[@]}" "${STAGE_PROPS_ORDER[@]}" "${PROPS_ORDER[@]}" "${PIPELINE_ORDER[@]}"; do labels+=("//${b%%/*}:${b#*/}"); done
         PATH="$wrap:$PATH" bazel build --//kernels:enable_mutants=true "${labels[@]}" || die "bazel build failed"
         local bin
         bin=$(PATH="$wrap:$PATH" bazel info --//kernels:enable_mutants=true bazel-bin 2>/dev/null)
-        for b in "${STAGE_ORDER[@]}" "${PROPS_ORDER[@]}" "${PIPELINE_ORDER[@]}"; do
+        for b in "${STAGE_ORDER[@]}" "${STAGE_PROPS_ORDER[@]}" "${PROPS_ORDER[@]}" "${PIPELINE_ORDER[@]}"; do
             mkdir -p "$full/tests/$(dirname "$b")"
             cp -f "$bin/$b" "$full/tests/$b"
         done
@@ -95,7 +100,7 @@ WRAP
     fi
     rm -rf "$out/bin"
     mkdir -p "$out/bin"
-    for b in "${STAGE_ORDER[@]}" "${PROPS_ORDER[@]}" "${PIPELINE_ORDER[@]}"; do
+    for b in "${STAGE_ORDER[@]}" "${STAGE_PROPS_ORDER[@]}" "${PROPS_ORDER[@]}" "${PIPELINE_ORDER[@]}"; do
         [[ -f $full/tests/$b ]] || die "the bundle lacks $b"
         # The hooks must be compiled in: the marker string exists only in mutant builds.
         grep -q QSA_MUTANTS_BUILD "$full/tests/$b" || die "$b was not built with --//kernels:enable_mutants=true"
@@ -196,7 +201,8 @@ cmd_run() {
         mapfile -t ids < <(awk -F'\t' '!/^#/ && NF >= 2 {print $1}' "$bundle/catalog.tsv")
     fi
     [[ -f $bundle/contracts.tsv ]] || die "$bundle has no contracts.tsv (rebuild it with run_mutants.sh build)"
-    mapfile -t PROPS_ORDER < <(props_order "$bundle/contracts.tsv")
+    mapfile -t PROPS_ORDER < <(props_order "$bundle/contracts.tsv" contract)
+    mapfile -t STAGE_PROPS_ORDER < <(props_order "$bundle/contracts.tsv" stage)
     # A binary missing from the bundle is dropped from the order, loudly (never counted as a kill).
     local keep=() b
     for b in "${STAGE_ORDER[@]}"; do [[ -x $bundle/bin/${b//\//__} ]] && keep+=("$b") || echo "run_mutants: MISSING $b" >&2; done
@@ -204,6 +210,9 @@ cmd_run() {
     keep=()
     for b in "${PROPS_ORDER[@]}"; do [[ -x $bundle/bin/${b//\//__} ]] && keep+=("$b") || echo "run_mutants: MISSING $b" >&2; done
     PROPS_ORDER=("${keep[@]}")
+    keep=()
+    for b in "${STAGE_PROPS_ORDER[@]}"; do [[ -x $bundle/bin/${b//\//__} ]] && keep+=("$b") || echo "run_mutants: MISSING $b" >&2; done
+    STAGE_PROPS_ORDER=("${keep[@]}")
     keep=()
     for b in "${PIPELINE_ORDER[@]}"; do [[ -x $bundle/bin/${b//\//__} ]] && keep+=("$b") || echo "run_mutants: MISSING $b" >&2; done
     PIPELINE_ORDER=("${keep[@]}")
@@ -218,12 +227,12 @@ cmd_run() {
     # Job list: the control first, one job per binary (it must run everything: in parallel), then every
     # mutant's passes.
     local jobs=() id p
-    for b in "${STAGE_ORDER[@]}" "${PROPS_ORDER[@]}" "${PIPELINE_ORDER[@]}"; do jobs+=("0 ctl $b"); done
+    for b in "${STAGE_ORDER[@]}" "${STAGE_PROPS_ORDER[@]}" "${PROPS_ORDER[@]}" "${PIPELINE_ORDER[@]}"; do jobs+=("0 ctl $b"); done
     for id in "${ids[@]}"; do
         for p in "${passes[@]}"; do jobs+=("$id $p"); done
     done
     export -f run_pass
-    export STAGE_LIST="${STAGE_ORDER[*]}" PROPS_LIST="${PROPS_ORDER[*]}" PIPE_LIST="${PIPELINE_ORDER[*]}"
+    export STAGE_LIST="${STAGE_ORDER[*]} ${STAGE_PROPS_ORDER[*]}" PROPS_LIST="${PROPS_ORDER[*]}" PIPE_LIST="${PIPELINE_ORDER[*]}"
     printf '%s\n' "${jobs[@]}" | xargs -P "$JOBS" -L 1 bash -c '
         id=$0; pass=$1
         if [[ $pass == ctl ]]; then order=($2); pass=ctl-$(basename $2);
@@ -258,7 +267,7 @@ cmd_matrix() {
             return "**" toupper(st[id, p]) "**" (bin[id, p] != "-" ? " " short(bin[id, p]) " " tst[id, p] : "")
         }
         END {
-            print "| id | mutant | killed by (pre-merge suite, fixed order) | s | first property to kill it | s | shrunk case (B,S or B,L) |"
+            print "| id | mutant | killed by (pre-merge suite, fixed order) | s | first contract property to kill it (portable binaries alone) | s | shrunk case (B,S or B,L) |"
             print "|---:|---|---|---:|---|---:|---|"
             ctl = (nctl && ctlok == nctl) ? "all " nctl " binaries passed" : "**CONTROL FAILED**" ctlbad
             print "| 0 | control (no mutant) | " ctl " | " ctlsec " | (one job per binary, in parallel) | | - |"
@@ -279,7 +288,7 @@ cmd_matrix() {
             print ""
             print "control seconds per binary: " ctltimes
             printf "control: %d/%d binaries passed; mutants killed by the pre-merge suite: %d/%d (median time to kill %.1f s);" \
-                   " killed by the property binaries alone: %d/%d (median %.1f s)\n", \
+                   " killed by the contract property binaries alone: %d/%d (median %.1f s)\n", \
                    ctlok + 0, nctl + 0, killed, killed + survived, med, pk + 0, killed + survived, pmed
         }' "$logs/results.tsv"
 }
