@@ -2,8 +2,8 @@
 from .errors import FixtureError
 from .fixture import Fixture, parse_case_json, parse_fixture_files, read_fixture, validate_fixture, write_fixture
 from .npy import parse_npy, serialize_npy
-from .replay import ReplayResult, compare_outputs, replay
+from .replay import FixtureCheck, ReplayResult, compare_outputs, fixture_input_level, replay
 
 __all__ = ["FixtureError", "Fixture", "parse_case_json", "parse_fixture_files", "read_fixture",
            "validate_fixture", "write_fixture", "parse_npy", "serialize_npy", "ReplayResult",
-           "compare_outputs", "replay"]
+           "compare_outputs", "replay", "FixtureCheck", "fixture_input_level"]

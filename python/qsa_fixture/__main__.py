@@ -17,6 +17,7 @@ import numpy as np
 
 from .fixture import read_fixture, INDEX_WIDTH, NUM_HEADS, HEAD_DIM, TOKENS_PER_PAGE
 from .npy import parse_npy, serialize_npy, shape_string
+from .levels import selection_from_env
 from .replay import compare_outputs, replay
 
 DEFAULT_IMPL = "qsa_fixture.numpy_impl:run"
@@ -46,7 +47,8 @@ def cmd_show(d):
 
 def cmd_replay(impl_spec, dirs, verbose):
     impl = load_impl(impl_spec)
-    bad = 0
+    sel = selection_from_env()  # what is judged: QSA_LEVELS / QSA_PROFILE (contract section 8)
+    bad = not_judged = unjudged_checks = 0
     for d in dirs:
         try:
             f = read_fixture(d)
@@ -54,13 +56,22 @@ def cmd_replay(impl_spec, dirs, verbose):
             print(f"INVALID {d}: {e}")
             bad += 1
             continue
-        r = replay(f, impl)
-        print(("PASS " if r.passed else "FAIL ") + d + ("" if r.passed else ": " + r.summary))
+        r = replay(f, impl, sel)
+        if not r.any_judged:
+            not_judged += 1
+            print(f"NOT_JUDGED {d} (inputs level {r.input_level})")
+        else:
+            print(("PASS " if r.passed else "FAIL ") + d + ("" if r.passed else ": " + r.summary))
+        for line in r.lines(d):
+            unjudged_checks += line.startswith("QSA_NOT_JUDGED")
+            print("  " + line)
         if not r.passed:
             bad += 1
             if verbose:
                 print(r.report, end="")
-    print(f"{len(dirs) - bad} of {len(dirs)} fixtures pass (impl={impl_spec})")
+    tail = f"; {not_judged} fixtures and {unjudged_checks} checks not judged ({sel.describe()})" \
+        if not_judged or unjudged_checks else ""
+    print(f"{len(dirs) - bad - not_judged} of {len(dirs)} fixtures pass (impl={impl_spec}){tail}")
     return 1 if bad else 0
 
 

@@ -8,6 +8,8 @@ value after conversion to the format's dtype (uint16 bits, int32, float32 bits).
 """
 import numpy as np
 
+from . import levels
+
 WIDTH, TOPK, TPP = 2051, 512, 128
 
 
@@ -178,9 +180,93 @@ def _bits(a, dtype):
     return a.view({2: np.uint16, 4: np.uint32}[a.dtype.itemsize])
 
 
+def fixture_input_level(f):
+    """(level, why) of a fixture's inputs (contract section 8): "hardened" when the fixture exercises a
+    clause on inputs the seed leaves undefined (prefill ctx outside [0, S], invalid decode rows, page ids
+    outside their plane, slots >= maxPagesPerSeq in use, decode reads of -1 holes), else "core"."""
+    reasons = []
+    ctx = [int(c) for c in f.inputs["context_lengths"]]
+    S = f.seq_len
+    for c in ctx:
+        if not f.is_decode and (c < 0 or c > S):
+            reasons.append("prefill ctx outside [0, S]")
+            break
+        if f.is_decode and (c < 1 or c // 4 > f.max_blocks):
+            reasons.append("invalid decode row")
+            break
+    if f.pool is not None:
+        M, N = f.pool["max_pages_per_seq"], f.pool["num_pages"]
+        pt = np.asarray(f.inputs["page_table"]).reshape(-1)
+        out_of_plane = truncated = reads_hole = False
+        for b in range(min(f.batch_size, len(ctx))):
+            tokens = ctx[b] if f.is_decode else min(max(ctx[b], 0), S)
+            truncated = truncated or _c_div(tokens + 127, 128) > M
+            for plane in (0, 1):
+                s = 0
+                while s < M and s * 128 < tokens:
+                    at = (b * 2 + plane) * M + s
+                    s += 1
+                    if at >= pt.size:
+                        continue
+                    pid = int(pt[at])
+                    if pid == -1:
+                        reads_hole = reads_hole or f.is_decode  # decode reads K- and V-tails: +0.0 reads
+                    elif (pid < 0 or pid >= N) if plane == 0 else (pid < N or pid >= 2 * N):
+                        out_of_plane = True
+        reasons += [w for w, on in (("page ids outside their plane", out_of_plane),
+                                    ("slots >= maxPagesPerSeq in use", truncated),
+                                    ("decode reads -1 holes (+0.0)", reads_hole)) if on]
+    return ("hardened" if reasons else "core"), ", ".join(reasons)
+
+
+def _row_checks(f, a_idx):
+    """The profile-independent checks on every row (K4 layout, padded / invalid rows all -1): (check,
+    first violation) or None."""
+    rows = f.batch_size * f.seq_len
+    if a_idx.size != rows * WIDTH:
+        return None
+    A = a_idx.reshape(rows, WIDTH)
+    for row in range(rows):
+        r = row_info(f, row)
+        v = layout_violation(r, A[row])
+        if v:
+            check = "Fixture.Layout" if not r.padded else "Fixture.InvalidDecodeRows" if f.is_decode \
+                else "Fixture.PaddedRows"
+            return check, f"row (b={r.b}, t={r.t}): {v}"
+    return None
+
+
+# Every Fixture.* check of checks/registry.tsv, in the report's order.
+FIXTURE_CHECKS = ("Fixture.Differential", "Fixture.Layout", "Fixture.PaddedRows", "Fixture.InvalidDecodeRows",
+                  "Fixture.PoolHygiene", "Fixture.Api")
+
+
 class ReplayResult:
-    def __init__(self, passed, summary, report="", contract=""):
+    """passed: no judged check failed; any_judged: False when no check was selected (the fixture is NOT a
+    pass: summary "NOT JUDGED"); checks: the Fixture.* checks applied, as FixtureCheck."""
+
+    def __init__(self, passed, summary, report="", contract="", any_judged=True, input_level="", checks=()):
         self.passed, self.summary, self.report, self.contract = passed, summary, report, contract
+        self.any_judged, self.input_level, self.checks = any_judged, input_level, list(checks)
+
+    def lines(self, fixture_name):
+        """"QSA_NOT_JUDGED Fixture.X level=... fixture=<name>" for every check not selected and
+        "QSA_CHECK_FAILED Fixture.X level=... fixture=<name>: <detail>" for every judged failure."""
+        out = []
+        for c in self.checks:
+            if not c.judged:
+                out.append(f"QSA_NOT_JUDGED {c.info.id} {levels.tags(c.info)} fixture={fixture_name}")
+            elif c.failed:
+                out.append(f"{levels.failed_line(c.info)} fixture={fixture_name}: {c.detail}")
+        return out
+
+
+class FixtureCheck:
+    """One check of checks/registry.tsv ("Fixture.*") applied to one fixture, its level raised to the
+    fixture's input level; failed whether judged or not, detail the first failure."""
+
+    def __init__(self, info, judged, failed, detail):
+        self.info, self.judged, self.failed, self.detail = info, judged, failed, detail
 
 
 def _first_diff(e, a):
@@ -191,19 +277,36 @@ def _first_diff(e, a):
     return -1 if len(e) == len(a) else n
 
 
-def compare_outputs(f, act):
+def compare_outputs(f, act, sel=None):
     """Compares `act` (a dict) with f.expected: out_idx, pool, split counters always; q_normed, kbar and
-    logits when both sides have them (decode logits: each valid row's prefix ctx/4 only)."""
+    logits when both sides have them (decode logits: each valid row's prefix ctx/4 only). Judges only
+    what `sel` selects (default: QSA_LEVELS / QSA_PROFILE from the environment)."""
+    sel = levels.selection_from_env() if sel is None else sel
     exp = f.expected
     o, state = [], {"inferred": "", "summary": ""}
+    failed = {}  # check id -> first detail: every failure is also recorded against its registry check
 
     def note(contract, line):
+        failed.setdefault({"api": "Fixture.Api", "pool hygiene": "Fixture.PoolHygiene"}.get(
+            contract, "Fixture.Differential"), line)
         if not state["inferred"]:
             state["inferred"], state["summary"] = contract, line
 
     rows = f.batch_size * f.seq_len
     e_idx = _bits(exp["out_idx"], np.int32).view(np.int32)
     a_idx = _bits(act.get("out_idx", np.zeros(0, np.int32)), np.int32).view(np.int32)
+    bad_row = _row_checks(f, a_idx)
+    if bad_row:
+        failed.setdefault(*bad_row)
+    if f.pool is not None:  # pool hygiene on every cell, whatever the numerics
+        e_pool = _bits(exp["pool"], np.uint16)
+        a_pool = _bits(act.get("pool", np.zeros(0, np.uint16)), np.uint16)
+        before = _bits(f.inputs["pool"], np.uint16)
+        if a_pool.size == e_pool.size == before.size:
+            hit = np.flatnonzero((e_pool == before) & (a_pool != e_pool))
+            if len(hit):
+                failed.setdefault("Fixture.PoolHygiene", f"pool element {int(hit[0])} changed although the "
+                                  "contract leaves it unchanged")
     if a_idx.size != e_idx.size:
         o.append(f"  out_idx: {a_idx.size} elements, expected {e_idx.size}\n")
         note("api", "out_idx has the wrong size")
@@ -284,21 +387,47 @@ def compare_outputs(f, act):
         else:
             stage("logits", np.float32)
 
-    if not state["inferred"]:
-        return ReplayResult(True, "PASS")
+    level, why = fixture_input_level(f)
+    checks, first_judged = [], ""
+    for cid in FIXTURE_CHECKS:
+        if (cid == "Fixture.PaddedRows" and f.is_decode) or (cid == "Fixture.InvalidDecodeRows" and not f.is_decode) \
+                or (cid == "Fixture.PoolHygiene" and f.pool is None):
+            continue  # not applicable to this fixture
+        c = FixtureCheck(levels.raised_to(levels.lookup(cid), level), False, cid in failed, failed.get(cid, ""))
+        c.judged = sel.judged(c.info)
+        if c.judged and c.failed and not first_judged:
+            first_judged = f"{levels.tags(c.info)} ({cid})"
+        checks.append(c)
+    any_judged = any(c.judged for c in checks)
+    if not first_judged:
+        return ReplayResult(True, "PASS" if any_judged else "NOT JUDGED", any_judged=any_judged, input_level=level,
+                            checks=checks)
     declared = f.contract or ""
     contract = declared or state["inferred"]
     head = f"contract broken: {contract}"
     if declared and declared != state["inferred"]:
         head += f" (case.json); inferred from the failure: {state['inferred']}"
-    head += f"\n  case: {f.description}\n"
-    return ReplayResult(False, f"FAIL: {state['summary']} [{contract}]", head + "".join(o), contract)
+    head += f"\n  case: {f.description}\n  inputs: level {level}" + (f" ({why})" if why else "") + "\n"
+    for c in checks:
+        if c.failed:
+            head += (f"  failed check {c.info.id} [{levels.tags(c.info)}]"
+                     + ("" if c.judged else f" NOT JUDGED ({sel.describe()})") + f": {c.detail}\n")
+    summary = state["summary"] or next(c.detail for c in checks if c.failed)  # only a row / hygiene check failed
+    return ReplayResult(False, f"FAIL: {summary} [{contract}] {first_judged}", head + "".join(o), contract,
+                        any_judged, level, checks)
 
 
-def replay(f, impl):
-    """Runs impl on f and compares. An exception raised by impl is a failure (contract 'api')."""
+def replay(f, impl, sel=None):
+    """Runs impl on f and compares. An exception raised by impl is a failure of Fixture.Api (contract
+    'api'), judged at the fixture's input level."""
+    sel = levels.selection_from_env() if sel is None else sel
     try:
         out = impl(f)
     except Exception as e:  # noqa: BLE001 (any failure of the implementation is reported, not raised)
-        return ReplayResult(False, f"FAIL: the implementation threw: {e}", f"contract broken: api\n  {e}\n", "api")
-    return compare_outputs(f, out)
+        level, _ = fixture_input_level(f)
+        info = levels.raised_to(levels.lookup("Fixture.Api"), level)
+        c = FixtureCheck(info, sel.judged(info), True, f"the implementation threw: {e}")
+        summary = "NOT JUDGED" if not c.judged else f"FAIL: {c.detail} {levels.tags(info)} (Fixture.Api)"
+        return ReplayResult(not c.judged, summary, f"contract broken: api [{levels.tags(info)}]\n  {e}\n", "api",
+                            c.judged, level, [c])
+    return compare_outputs(f, out, sel)
