@@ -1,5 +1,7 @@
 """Replay: run a Python implementation on a fixture and compare its outputs with the expected ones bit
-for bit, with the one-line summaries, contract names and report of fixtures/replay.cc.
+for bit, with the one-line summaries, contract names, checks, levels and report of fixtures/replay.cc
+(contract section 8: each failure is recorded against its Fixture.* check of checks/registry.tsv, raised to
+the fixture's input level, and judged only when QSA_LEVELS / QSA_PROFILE select it; levels.py).
 
 An implementation is any callable impl(fixture) -> dict with 'out_idx' [B, S, 2051] int32 and, as the
 fixture has them, 'pool' (after the run) and 'split_counters' (after); optionally the stage outputs
