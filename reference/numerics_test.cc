@@ -118,7 +118,7 @@ TEST(CastFromT, IsExact) {
 }
 
 // Sampled check of both casts against the integer-only implementations of independent.h (the exhaustive
-// run over all 2^32 floats is //reference:verify_numerics).
+// run over all 2^32 floats is //tools:exhaustive_primitives --checker=independent).
 TEST(Casts, AgreeWithIndependentImplementationOnSampledFloats) {
     int bad = 0;
     for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 4093) {
