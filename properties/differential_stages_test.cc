@@ -22,6 +22,8 @@
 #include "properties/prop.h"
 #include "properties/ttypes.h"
 #include "reference/stages.h"
+#include "testing/device_buffer.h"
+#include "testing/rng.h"
 
 namespace qsa {
 namespace prop {
@@ -29,33 +31,15 @@ namespace {
 
 namespace kn = trt_edgellm::kernel;
 
-void check(cudaError_t e, char const* what) {
-    if (e != cudaSuccess)
-        throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
+using testlib::DeviceBuffer;
 
+// An output buffer that starts as garbage (a stage must write every element it owns).
 template <typename E>
-struct Dev {
-    E* p = nullptr;
-    size_t n = 0;
-    explicit Dev(std::vector<E> const& h) : n(h.size()) {
-        check(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(E)), "cudaMalloc");
-        if (n)
-            check(cudaMemcpy(p, h.data(), n * sizeof(E), cudaMemcpyHostToDevice), "upload");
-    }
-    explicit Dev(size_t count, uint8_t fill = 0xA5) : n(count) { // outputs start as garbage
-        check(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(E)), "cudaMalloc");
-        check(cudaMemset(p, fill, std::max<size_t>(n, 1) * sizeof(E)), "memset");
-    }
-    ~Dev() { cudaFree(p); }
-    std::vector<E> get() const {
-        std::vector<E> h(n);
-        check(cudaDeviceSynchronize(), "sync");
-        if (n)
-            check(cudaMemcpy(h.data(), p, n * sizeof(E), cudaMemcpyDeviceToHost), "download");
-        return h;
-    }
-};
+DeviceBuffer<E> garbage(size_t n, int byte = 0xA5) {
+    DeviceBuffer<E> b(n);
+    b.fillBytes(byte);
+    return b;
+}
 
 template <typename E>
 std::string firstDiff(std::vector<E> const& got, std::vector<E> const& want, size_t rowLen, char const* what) {
@@ -108,12 +92,12 @@ QSA_PROP(Stages, SortMatchesReference, 60) {
     std::vector<int32_t> wantV(keys.size());
     ref::sortRows(keys.data(), wantK.data(), ids.data(), wantV.data(), rows, MB);
     size_t const temp = kn::getQsaSortTempBytes(rows, MB);
-    Dev<float> dk(keys), dko(keys.size());
-    Dev<int32_t> dv(ids), dvo(ids.size());
-    Dev<char> dt(temp);
-    kn::launchQsaSortRows(dk.p, dko.p, dv.p, dvo.p, rows, MB, dt.p, temp, nullptr);
-    RC_ASSERT(dvo.get() == wantV);
-    RC_ASSERT(bitsOf(dko.get()) == bitsOf(wantK));
+    DeviceBuffer<float> dk(keys), dko = garbage<float>(keys.size());
+    DeviceBuffer<int32_t> dv(ids), dvo = garbage<int32_t>(ids.size());
+    DeviceBuffer<char> dt(temp);
+    kn::launchQsaSortRows(dk.get(), dko.get(), dv.get(), dvo.get(), rows, MB, dt.get(), temp, nullptr);
+    RC_ASSERT(dvo.download() == wantV);
+    RC_ASSERT(bitsOf(dko.download()) == bitsOf(wantK));
 }
 
 QSA_PROP(Stages, DecodeSelectMatchesReference, 60) {
@@ -129,23 +113,20 @@ QSA_PROP(Stages, DecodeSelectMatchesReference, 60) {
     std::vector<float> const logits = *genLogits(size_t(B) * maxBlocks, specials);
     std::vector<int32_t> want(size_t(B) * ref::kIndexWidth);
     ref::decodeSelect(want.data(), logits.data(), ctx.data(), B, maxBlocks);
-    Dev<float> dl(logits);
-    Dev<int32_t> dc(ctx), dout(want.size());
-    kn::launchQsaDecodeSelect(dout.p, dl.p, dc.p, B, maxBlocks, nullptr);
-    QSA_REQUIRE_EMPTY(diffOutIdx(dout.get(), want, 1, "B3 select vs reference"));
+    DeviceBuffer<float> dl(logits);
+    DeviceBuffer<int32_t> dc(ctx), dout = garbage<int32_t>(want.size());
+    kn::launchQsaDecodeSelect(dout.get(), dl.get(), dc.get(), B, maxBlocks, nullptr);
+    QSA_REQUIRE_EMPTY(diffOutIdx(dout.download(), want, 1, "B3 select vs reference"));
 }
 
 // Replaces raw k (columns [512, 640)) of every row by random finite T bit patterns.
 void mixedMagnitudeRawK(ref::PrefillCase& c, uint64_t seed) {
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    testlib::Rng rng(seed);
     int const expShift = c.dtype == ref::DType::kHalf ? 10 : 7;
     uint16_t const expMask = c.dtype == ref::DType::kHalf ? 0x1F : 0xFF;
     for (size_t r = 0; r < c.indexQk.size() / 640; ++r) {
         for (int d = 512; d < 640; ++d) {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            uint16_t v = static_cast<uint16_t>(s >> 21);
+            uint16_t v = static_cast<uint16_t>(rng.next() >> 48);
             if (((v >> expShift) & expMask) == expMask)
                 v = static_cast<uint16_t>(v & ~(1u << expShift)); // no Inf / NaN
             c.indexQk[r * 640 + d] = v;
@@ -157,27 +138,26 @@ template <typename T>
 std::string stagesVsReference(ref::PrefillCase const& c, int64_t r0, int64_t r1) {
     int32_t const B = c.batchSize, S = c.seqLen, MB = (S + 3) / 4;
     size_t const rows = size_t(B) * S;
-    Dev<uint16_t> qk(c.indexQk), wQ(c.wQ), wK(c.wK);
-    Dev<float> cs(c.cosSin);
-    Dev<int32_t> ctx(c.contextLengths);
+    DeviceBuffer<uint16_t> qk(c.indexQk), wQ(c.wQ), wK(c.wK);
+    DeviceBuffer<float> cs(c.cosSin);
+    DeviceBuffer<int32_t> ctx(c.contextLengths);
     // K1a
     std::vector<uint16_t> qRef(rows * 512);
     ref::qPrep(c.dtype, qRef.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(), c.wQ.data(), c.rmsEps,
                B, S);
-    Dev<uint16_t> q(rows * 512, 0xA5);
-    kn::launchQsaQPrep<T>(reinterpret_cast<T*>(q.p), reinterpret_cast<T const*>(qk.p), cs.p, ctx.p,
-                          reinterpret_cast<T const*>(wQ.p), c.rmsEps, B, S, nullptr);
-    std::string m = firstDiff(q.get(), qRef, 512, "K1a qNormed [row = (b*S + t), col = 128 h + d]");
+    DeviceBuffer<uint16_t> q = garbage<uint16_t>(rows * 512);
+    kn::launchQsaQPrep<T>(q.as<T>(), qk.as<T const>(), cs.get(), ctx.get(), wQ.as<T const>(), c.rmsEps, B, S, nullptr);
+    std::string m = firstDiff(q.download(), qRef, 512, "K1a qNormed [row = (b*S + t), col = 128 h + d]");
     if (!m.empty())
         return m;
     // K1b
     std::vector<uint16_t> kRef(size_t(B) * MB * 128);
     ref::kCompress(c.dtype, kRef.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(), c.wK.data(),
                    c.rmsEps, B, S, MB, 0, MB, 0);
-    Dev<uint16_t> kb(size_t(B) * MB * 128, 0x5A);
-    kn::launchQsaKCompress<T>(reinterpret_cast<T*>(kb.p), reinterpret_cast<T const*>(qk.p), cs.p, ctx.p,
-                              reinterpret_cast<T const*>(wK.p), c.rmsEps, B, S, MB, 0, MB, 0, nullptr);
-    m = firstDiff(kb.get(), kRef, 128, "K1b kbar [row = b*MB + g]");
+    DeviceBuffer<uint16_t> kb = garbage<uint16_t>(size_t(B) * MB * 128, 0x5A);
+    kn::launchQsaKCompress<T>(kb.as<T>(), qk.as<T const>(), cs.get(), ctx.get(), wK.as<T const>(), c.rmsEps, B, S, MB,
+                              0, MB, 0, nullptr);
+    m = firstDiff(kb.download(), kRef, 128, "K1b kbar [row = b*MB + g]");
     if (!m.empty())
         return m;
     // K2 on rows [r0, r1), from the reference's stored qNormed / kbar (stages consume inputs as stored).
@@ -185,11 +165,11 @@ std::string stagesVsReference(ref::PrefillCase const& c, int64_t r0, int64_t r1)
     std::vector<float> lRef(n);
     ref::scores(c.dtype, lRef.data(), qRef.data(), kRef.data(), c.contextLengths.data(), B, S, int32_t(r0),
                 int32_t(r1));
-    Dev<uint16_t> qIn(qRef), kIn(kRef);
-    Dev<float> l(n, 0x7F);
-    kn::launchQsaScores<T>(l.p, reinterpret_cast<T const*>(qIn.p), reinterpret_cast<T const*>(kIn.p), ctx.p, B, S,
-                           int32_t(r0), int32_t(r1), nullptr);
-    return firstDiff(l.get(), lRef, size_t(MB), "K2 logits [row = r - rowBegin, col = g]");
+    DeviceBuffer<uint16_t> qIn(qRef), kIn(kRef);
+    DeviceBuffer<float> l = garbage<float>(n, 0x7F);
+    kn::launchQsaScores<T>(l.get(), qIn.as<T const>(), kIn.as<T const>(), ctx.get(), B, S, int32_t(r0), int32_t(r1),
+                           nullptr);
+    return firstDiff(l.download(), lRef, size_t(MB), "K2 logits [row = r - rowBegin, col = g]");
 }
 
 // K1a, K1b, then K2 on the reference's qNormed / kbar (a K2 bug is told apart from a K1 bug) over all rows or

@@ -81,13 +81,13 @@ RC_GTEST_PROP(RefProperties, PoisonedPaddingChangesNothing, ()) {
     }
     PrefillResult const clean = runPrefill(c);
     // Poison every padded row (t >= ctx): NaN, Inf and random bits in q and k.
-    std::mt19937 rng(s.seed + 2);
+    test::Rng rng(s.seed + 2);
     uint16_t const poison[4] = {0x7E00, 0x7FFF, 0xFC00, 0xFFFF};
     for (int32_t b = 0; b < s.B; ++b) {
         for (int32_t t = clampS(s.ctx[b], s.S); t < s.S; ++t) {
             for (int e = 0; e < kQkWidth; ++e) {
                 c.indexQk[(static_cast<size_t>(b) * s.S + t) * kQkWidth + e] =
-                    rng() % 2 ? poison[rng() % 4] : static_cast<uint16_t>(rng());
+                    rng.next32() % 2 ? poison[rng.next32() % 4] : static_cast<uint16_t>(rng.next32());
             }
         }
     }
@@ -155,7 +155,7 @@ bool selectBefore(float a, float b) {
 }
 
 std::vector<float> tieHeavyLogits(uint32_t seed, int32_t n, bool k2Like) {
-    std::mt19937 rng(seed);
+    test::Rng rng(seed);
     float const k2Values[6] = {0.0f, 1.0f, 0.5f, 3.0f, std::numeric_limits<float>::infinity(), 1.0f};
     float const anyValues[10] = {0.0f,
                                  -0.0f,
@@ -169,7 +169,7 @@ std::vector<float> tieHeavyLogits(uint32_t seed, int32_t n, bool k2Like) {
                                  bitsFloat(0xFF800001u)};
     std::vector<float> v(n);
     for (auto& x : v) {
-        x = k2Like ? k2Values[rng() % 6] : anyValues[rng() % 10];
+        x = k2Like ? k2Values[rng.next32() % 6] : anyValues[rng.next32() % 10];
     }
     return v;
 }
@@ -180,9 +180,9 @@ RC_GTEST_PROP(RefProperties, SortRowsIsStdStableSortWithTheContractComparator, (
     uint32_t const seed = *rc::gen::arbitrary<uint32_t>();
     std::vector<float> keys = tieHeavyLogits(seed, numRows * numBlocks, false);
     std::vector<int32_t> values(keys.size());
-    std::mt19937 rng(seed);
+    test::Rng rng(seed);
     for (auto& v : values) {
-        v = static_cast<int32_t>(rng() % 1000);
+        v = static_cast<int32_t>(rng.next32() % 1000);
     }
     std::vector<float> keysOut(keys.size());
     std::vector<int32_t> valuesOut(keys.size());
