@@ -156,8 +156,8 @@ void checkProperty(std::string const& id, int defaultCases, rc::detail::Property
     uint64_t const seed = rcParamsHas("seed=") ? params.seed : (sh.total > 1 ? shardSeed(base, sh.index) : base);
     std::ostringstream seedLine;
     seedLine << "QSA_SEED " << id << " base=" << base << " shard=" << sh.index << "/" << sh.total << " seed=" << seed
-             << " cases=" << cases << " (reproduce: RC_PARAMS=\"seed=" << seed
-             << " max_success=" << cases << "\" --gtest_filter=" << id << ")";
+             << " cases=" << cases << " (reproduce: RC_PARAMS=\"seed=" << seed << " max_success=" << cases
+             << "\" --gtest_filter=" << id << ")";
     std::cout << seedLine.str() << std::endl;
     params.maxSuccess = cases;
     params.seed = seed;
