@@ -21,8 +21,8 @@ public:
     OffsetBuf(void const* host, size_t bytes, size_t offset) : bytes_(bytes), offset_(offset), raw_(bytes + 512) {
         raw_.fillBytes(0xA5);
         if (bytes > 0)
-            KT_CUDA(cudaMemcpy(ptr(), host, bytes, cudaMemcpyHostToDevice));
-        KT_CUDA(cudaDeviceSynchronize());
+            QSA_CUDA(cudaMemcpy(ptr(), host, bytes, cudaMemcpyHostToDevice));
+        QSA_CUDA(cudaDeviceSynchronize());
     }
     template <typename X>
     OffsetBuf(std::vector<X> const& host, size_t offset) : OffsetBuf(host.data(), host.size() * sizeof(X), offset) {}
@@ -34,8 +34,8 @@ public:
     template <typename X>
     std::vector<X> download() const {
         std::vector<X> h(bytes_ / sizeof(X));
-        KT_CUDA(cudaDeviceSynchronize());
-        KT_CUDA(cudaMemcpy(h.data(), ptr(), bytes_, cudaMemcpyDeviceToHost));
+        QSA_CUDA(cudaDeviceSynchronize());
+        QSA_CUDA(cudaMemcpy(h.data(), ptr(), bytes_, cudaMemcpyDeviceToHost));
         return h;
     }
 
@@ -69,8 +69,8 @@ Outcome guarded(std::function<void(Outcome&)> const& run) {
         r.message = e.what();
     }
     // A fault would be sticky: every later CUDA call of this binary would fail, the test with it.
-    KT_CUDA(cudaDeviceSynchronize());
-    KT_CUDA(cudaGetLastError());
+    QSA_CUDA(cudaDeviceSynchronize());
+    QSA_CUDA(cudaGetLastError());
     return r;
 }
 

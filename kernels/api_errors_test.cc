@@ -141,7 +141,7 @@ TEST(ApiErrors, Prefill) {
     PrefillArgs withPool = good;
     withPool.pool = &f.pool;
     ASSERT_NO_THROW(callPrefill(withPool));
-    KT_CUDA(cudaDeviceSynchronize());
+    QSA_CUDA(cudaDeviceSynchronize());
 
     auto with = [&](auto mut) {
         PrefillArgs a = good;
@@ -202,7 +202,7 @@ TEST(ApiErrors, Decode) {
     DecodeArgs noSplit = good;
     noSplit.split = nullptr; // splitCounters is optional
     ASSERT_NO_THROW(callDecode(noSplit));
-    KT_CUDA(cudaDeviceSynchronize());
+    QSA_CUDA(cudaDeviceSynchronize());
 
     auto with = [&](auto mut) {
         DecodeArgs a = good;

@@ -21,6 +21,7 @@
 #include "kernels/qsaIndexerKernels.h"
 #include "kernels/qsaIndexerRunner.h"
 #include "kernels/qsaInternal.h"
+#include "testing/device_buffer.h"
 
 namespace kn = trt_edgellm::kernel;
 
@@ -31,12 +32,15 @@ void ck(cudaError_t e, char const* what) {
         throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
-template <typename E>
-E* dalloc(size_t n) {
-    void* p = nullptr;
-    ck(cudaMalloc(&p, std::max<size_t>(n * sizeof(E), 1)), "cudaMalloc");
-    return static_cast<E*>(p);
-}
+// The device buffers of one benchmark (testing/device_buffer.h), freed when it returns.
+struct DeviceMemory {
+    std::vector<qsa::testlib::DeviceBuffer<uint8_t>> buffers;
+    template <typename E>
+    E* alloc(size_t n) {
+        buffers.emplace_back(n * sizeof(E));
+        return reinterpret_cast<E*>(buffers.back().get());
+    }
+};
 
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -81,13 +85,14 @@ struct Floors {
 };
 
 Floors measureFloors() {
+    DeviceMemory mem;
     Floors f{};
     double flop = 0;
     double s = qsa::bench::timeFmaKernel(20, &flop);
     f.flops = flop / s;
     size_t bytes = size_t(1) << 30;
-    char* a = dalloc<char>(bytes);
-    char* b = dalloc<char>(bytes);
+    char* a = mem.alloc<char>(bytes);
+    char* b = mem.alloc<char>(bytes);
     ck(cudaMemset(a, 1, bytes), "memset");
     double tk = qsa::bench::timeCopyKernel(b, a, bytes, 20);
     f.bwKernel = 2.0 * bytes * 20 / tk;
@@ -104,23 +109,22 @@ Floors measureFloors() {
     ck(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
     f.bwMemcpy = 2.0 * bytes * 20 / (ms * 1e-3);
     f.bw = std::max(f.bwKernel, f.bwMemcpy);
-    cudaFree(a);
-    cudaFree(b);
     return f;
 }
 
 template <typename T>
 void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int runs, Floors const& fl) {
+    DeviceMemory mem;
     int32_t const MB = (S + 3) / 4;
     int64_t const rowsAll = int64_t(B) * S;
     int64_t const rc = std::min<int64_t>(rowsAll, std::max<int64_t>(8388608 / MB, 256));
     cudaStream_t st;
     ck(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
-    auto* qk = dalloc<uint16_t>(size_t(rowsAll) * 640);
-    auto* w = dalloc<uint16_t>(256);
-    auto* cs = dalloc<float>(size_t(S) * 64);
-    auto* ctx = dalloc<int32_t>(B);
-    auto* out = dalloc<int32_t>(size_t(rowsAll) * 2051);
+    auto* qk = mem.alloc<uint16_t>(size_t(rowsAll) * 640);
+    auto* w = mem.alloc<uint16_t>(256);
+    auto* cs = mem.alloc<float>(size_t(S) * 64);
+    auto* ctx = mem.alloc<int32_t>(B);
+    auto* out = mem.alloc<int32_t>(size_t(rowsAll) * 2051);
     qsa::bench::fillRandomT(qk, size_t(rowsAll) * 640, 1, isBf16, st);
     qsa::bench::fillRandomT(w, 256, 2, isBf16, st);
     qsa::bench::fillCosSin(cs, S, st);
@@ -128,7 +132,7 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
     ck(cudaMemcpy(ctx, hctx.data(), B * 4, cudaMemcpyHostToDevice), "ctx");
     ck(cudaDeviceSynchronize(), "sync"); // the legacy-stream copies do not order with the non-blocking stream
     size_t wsBytes = kn::getQsaIndexerWorkspaceSize(B, S);
-    auto* ws = dalloc<char>(wsBytes);
+    auto* ws = mem.alloc<char>(wsBytes);
     T const* tq = reinterpret_cast<T const*>(qk);
     T const* tw = reinterpret_cast<T const*>(w);
     T const* twK = reinterpret_cast<T const*>(w + 128);
@@ -146,14 +150,14 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
         total.push_back(l.sums()["total"]);
     }
     // Each stage launcher on its own, same shapes, all chunks of Rc rows.
-    auto* qn = dalloc<uint16_t>(size_t(rowsAll) * 512);
-    auto* kb = dalloc<uint16_t>(size_t(B) * MB * 128);
-    auto* keys = dalloc<float>(size_t(rc) * MB);
-    auto* keysAlt = dalloc<float>(size_t(rc) * MB);
-    auto* ids = dalloc<int32_t>(size_t(rc) * MB);
-    auto* idsAlt = dalloc<int32_t>(size_t(rc) * MB);
+    auto* qn = mem.alloc<uint16_t>(size_t(rowsAll) * 512);
+    auto* kb = mem.alloc<uint16_t>(size_t(B) * MB * 128);
+    auto* keys = mem.alloc<float>(size_t(rc) * MB);
+    auto* keysAlt = mem.alloc<float>(size_t(rc) * MB);
+    auto* ids = mem.alloc<int32_t>(size_t(rc) * MB);
+    auto* idsAlt = mem.alloc<int32_t>(size_t(rc) * MB);
     size_t tempBytes = kn::getQsaSortTempBytes(static_cast<int32_t>(rc), MB);
-    auto* temp = dalloc<char>(tempBytes);
+    auto* temp = mem.alloc<char>(tempBytes);
     std::map<std::string, std::vector<double>> stage;
     for (int r = -2; r < runs; ++r) {
         Laps l(st);
@@ -222,20 +226,19 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
     std::printf("K2: %.3g FLOP (%.2f TFLOP/s achieved by the K2 launcher); sorted pairs: %.4g visible, %.4g rect\n",
                 1024.0 * rowsFlop, 1024.0 * rowsFlop / (median(stage["K2 scores"]) * 1e-3) / 1e12, visPairs,
                 double(rowsAll) * MB);
-    for (void* p : std::vector<void*>{qk, w, cs, ctx, out, ws, qn, kb, keys, keysAlt, ids, idsAlt, temp})
-        cudaFree(p);
     cudaStreamDestroy(st);
 }
 
 template <typename T>
 void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int runs, Floors const& fl) {
+    DeviceMemory mem;
     int32_t const maxBlocks = ctxLen / 4;
     int32_t const pagesPerSeq = (ctxLen + 127) / 128;
     int32_t const numPages = B * pagesPerSeq, kvHeads = 2, poolHeadDim = 384, headSize = 256;
     cudaStream_t st;
     ck(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
     size_t poolElems = size_t(2) * numPages * 128 * kvHeads * poolHeadDim;
-    auto* pool = dalloc<uint16_t>(poolElems);
+    auto* pool = mem.alloc<uint16_t>(poolElems);
     qsa::bench::fillRandomT(pool, poolElems, 3, isBf16, st);
     std::vector<int32_t> pt(size_t(B) * 2 * pagesPerSeq);
     for (int32_t b = 0; b < B; ++b) {
@@ -244,15 +247,15 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
             pt[(size_t(b) * 2 + 1) * pagesPerSeq + s] = numPages + b * pagesPerSeq + s;
         }
     }
-    auto* dpt = dalloc<int32_t>(pt.size());
+    auto* dpt = mem.alloc<int32_t>(pt.size());
     ck(cudaMemcpy(dpt, pt.data(), pt.size() * 4, cudaMemcpyHostToDevice), "pt");
     kn::QsaIndexerPoolState ps{pool, dpt, pagesPerSeq, numPages, kvHeads, poolHeadDim, headSize};
-    auto* qk = dalloc<uint16_t>(size_t(B) * 640);
-    auto* w = dalloc<uint16_t>(256);
-    auto* cs = dalloc<float>(size_t(ctxLen) * 64);
-    auto* ctx = dalloc<int32_t>(B);
-    auto* out = dalloc<int32_t>(size_t(B) * 2051);
-    auto* split = dalloc<int32_t>(size_t(B) * kvHeads);
+    auto* qk = mem.alloc<uint16_t>(size_t(B) * 640);
+    auto* w = mem.alloc<uint16_t>(256);
+    auto* cs = mem.alloc<float>(size_t(ctxLen) * 64);
+    auto* ctx = mem.alloc<int32_t>(B);
+    auto* out = mem.alloc<int32_t>(size_t(B) * 2051);
+    auto* split = mem.alloc<int32_t>(size_t(B) * kvHeads);
     qsa::bench::fillRandomT(qk, size_t(B) * 640, 4, isBf16, st);
     qsa::bench::fillRandomT(w, 256, 5, isBf16, st);
     qsa::bench::fillCosSin(cs, ctxLen, st);
@@ -260,7 +263,7 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
     ck(cudaMemcpy(ctx, hctx.data(), B * 4, cudaMemcpyHostToDevice), "ctx");
     ck(cudaDeviceSynchronize(), "sync"); // the legacy-stream copies do not order with the non-blocking stream
     size_t wsBytes = kn::getQsaIndexerDecodeWorkspaceSize(B, maxBlocks);
-    auto* ws = dalloc<char>(wsBytes);
+    auto* ws = mem.alloc<char>(wsBytes);
     T const* tq = reinterpret_cast<T const*>(qk);
     T const* tw = reinterpret_cast<T const*>(w);
     T const* twK = reinterpret_cast<T const*>(w + 128);
@@ -293,8 +296,8 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
         graphT.push_back(l.sums()["t"]);
     }
     // Stages on their own.
-    auto* qn = dalloc<uint16_t>(size_t(B) * 512);
-    auto* logits = dalloc<float>(size_t(B) * maxBlocks);
+    auto* qn = mem.alloc<uint16_t>(size_t(B) * 512);
+    auto* logits = mem.alloc<float>(size_t(B) * maxBlocks);
     std::map<std::string, std::vector<double>> stage;
     for (int r = -3; r < runs; ++r) {
         Laps l(st);
@@ -331,8 +334,6 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
     }
     cudaGraphExecDestroy(ge);
     cudaGraphDestroy(g);
-    for (void* p : std::vector<void*>{pool, dpt, qk, w, cs, ctx, out, split, ws, qn, logits})
-        cudaFree(p);
     cudaStreamDestroy(st);
 }
 

@@ -133,7 +133,7 @@ void multiStep(DType dt, DecodeSpec d) {
         g.upload(dc.indexQk, dc.contextLengths, splitInit, step % 2 ? 0xFF : 0x00);
         g.launch(dc.rmsEps, st.get());
         st.sync();
-        KT_CUDA(cudaGetLastError());
+        QSA_CUDA(cudaGetLastError());
         bool ok = bitsEqual(r.outIdx, g.out.download(), {"decode outIdx", p, 2051});
         ok = bitsEqual(r.poolAfter, g.pool.data.download(), {"pool after decode", p, size_t(d.dims.poolHeadDim), dt}) &&
              ok;
@@ -228,13 +228,13 @@ TYPED_TEST(DecodeTest, CudaGraphReplayEqualsStream) {
     g.upload(qks[0], ctxs[0], splits[0], 0xFF);
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
-    KT_CUDA(cudaStreamBeginCapture(st.get(), cudaStreamCaptureModeThreadLocal));
+    QSA_CUDA(cudaStreamBeginCapture(st.get(), cudaStreamCaptureModeThreadLocal));
     g.launch(eps, st.get());
-    KT_CUDA(cudaStreamEndCapture(st.get(), &graph));
-    KT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    QSA_CUDA(cudaStreamEndCapture(st.get(), &graph));
+    QSA_CUDA(cudaGraphInstantiate(&exec, graph, 0));
     for (int32_t s = 0; s < steps; ++s) {
         g.upload(qks[s], ctxs[s], splits[s], s % 2 ? 0x7F : 0xFF);
-        KT_CUDA(cudaGraphLaunch(exec, st.get()));
+        QSA_CUDA(cudaGraphLaunch(exec, st.get()));
         st.sync();
         std::string ps = params("step=", s);
         EXPECT_TRUE(bitsEqual(plainOut[s], g.out.download(), {"graph outIdx vs stream", p + " " + ps, 2051}));
@@ -270,7 +270,7 @@ TYPED_TEST(DecodeTest, LongContextsFromRandomPool) {
                                    reinterpret_cast<T const*>(g.wQ.get()), reinterpret_cast<T const*>(g.wK.get()),
                                    1e-6f, g.pool.state(), nullptr, g.ws.get(), g.wsBytes, B, maxBlocks, st.get());
         st.sync();
-        KT_CUDA(cudaGetLastError());
+        QSA_CUDA(cudaGetLastError());
         EXPECT_TRUE(bitsEqual(r.outIdx, g.out.download(), {"decode outIdx", p, 2051}));
         EXPECT_TRUE(bitsEqual(r.poolAfter, g.pool.data.download(), {"pool", p, size_t(dims.poolHeadDim), dt}));
         hp.data = r.poolAfter;

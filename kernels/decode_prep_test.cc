@@ -42,7 +42,7 @@ void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::
                                dCtx.get(), reinterpret_cast<T const*>(dWq.get()), reinterpret_cast<T const*>(dWk.get()),
                                eps, dp.state(), B, maxBlocks, st.get());
     st.sync();
-    KT_CUDA(cudaGetLastError());
+    QSA_CUDA(cudaGetLastError());
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"qNormed", p, ref::kHeadDim, dt}));
     EXPECT_TRUE(bitsEqual(hp.data, dp.data.download(), {"pool", p, size_t(dims.poolHeadDim), dt}));
 }

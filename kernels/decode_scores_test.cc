@@ -36,7 +36,7 @@ void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::
     kn::launchQsaDecodeScores<T>(out.get(), reinterpret_cast<T const*>(dq.get()), dCtx.get(), dp.state(), B, maxBlocks,
                                  st.get());
     st.sync();
-    KT_CUDA(cudaGetLastError());
+    QSA_CUDA(cudaGetLastError());
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"logits", p, size_t(maxBlocks), dt}));
     EXPECT_TRUE(bitsEqual(hp.data, dp.data.download(), {"pool (read only)", p, size_t(dims.poolHeadDim), dt}));
 }

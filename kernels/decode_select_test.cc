@@ -48,7 +48,7 @@ void fillRow(float* row, int32_t nVis, Row kind, Rng& rng) {
                                         0x7F800001u, 0xFF7FFFFFu, 0x00000001u, 0x80000001u, 0x3F800000u, 0x40000000u};
     std::vector<int32_t> perm(nVis);
     std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), rng);
+    rng.shuffle(perm.begin(), perm.end());
     for (int32_t i = 0; i < nVis; ++i) {
         float& x = row[perm[i]];
         switch (kind) {
@@ -74,7 +74,7 @@ void fillRow(float* row, int32_t nVis, Row kind, Rng& rng) {
             x = 0.0f;
             break;
         case Row::kRandom:
-            x = std::uniform_real_distribution<float>(0.0f, 100.0f)(rng);
+            x = rng.uniform(0.0f, 100.0f);
             break;
         }
     }
@@ -111,7 +111,7 @@ void runCase(std::vector<SelRow> const& rows, int32_t maxBlocks, uint64_t seed) 
     Stream st;
     kn::launchQsaDecodeSelect(out.get(), dLogits.get(), dCtx.get(), B, maxBlocks, st.get());
     st.sync();
-    KT_CUDA(cudaGetLastError());
+    QSA_CUDA(cudaGetLastError());
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"outIdx", p, size_t(ref::kIndexWidth)}));
     EXPECT_TRUE(bitsEqual(logits, dLogits.download<float>(), {"logits (read only)", p, size_t(maxBlocks)}));
 }

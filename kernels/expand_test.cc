@@ -23,7 +23,7 @@ void runCase(ECase k, uint64_t seed) {
     for (int32_t r = 0; r < k.rowEnd - k.rowBegin; ++r) {
         int32_t* row = &ids[size_t(r) * MB];
         std::iota(row, row + MB, 0);
-        std::shuffle(row, row + MB, rng);
+        rng.shuffle(row, row + MB);
     }
     std::string p =
         params("B=", k.B, " S=", k.S, " ctx=", ctxStr(k.ctx), " rows=[", k.rowBegin, ",", k.rowEnd, ") seed=", seed);
@@ -36,7 +36,7 @@ void runCase(ECase k, uint64_t seed) {
     Stream st;
     kn::launchQsaExpand(out.get(), dIds.get(), dCtx.get(), k.B, k.S, k.rowBegin, k.rowEnd, st.get());
     st.sync();
-    KT_CUDA(cudaGetLastError());
+    QSA_CUDA(cudaGetLastError());
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"outIdx", p, size_t(ref::kIndexWidth)}));
 }
 

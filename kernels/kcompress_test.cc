@@ -71,7 +71,7 @@ void runCase(DType dt, KCase k, bool paged, Pages pages, uint64_t seed) {
                                   k.blockBegin, k.blockEnd, k.pastLen, st.get());
     }
     st.sync();
-    KT_CUDA(cudaGetLastError());
+    QSA_CUDA(cudaGetLastError());
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"kbar", p, ref::kHeadDim, dt}));
     // The dense launcher touches no pool cell; the paged one only V-tails of valid blocks.
     EXPECT_TRUE(bitsEqual(hp.data, dp.data.download(), {"pool", p, size_t(dims.poolHeadDim), dt}));
@@ -136,7 +136,7 @@ void runScatter(DType dt, int32_t B, int32_t S, std::vector<int32_t> ctx, Pages 
     ref::rawKTailScatter(dt, qk.data(), ctx.data(), B, S, viewOf(hp));
     kn::launchQsaRawKTailScatter<T>(reinterpret_cast<T const*>(dQk.get()), dCtx.get(), B, S, dp.state(), st.get());
     st.sync();
-    KT_CUDA(cudaGetLastError());
+    QSA_CUDA(cudaGetLastError());
     EXPECT_TRUE(bitsEqual(hp.data, dp.data.download(), {"pool", p, size_t(dims.poolHeadDim), dt}));
 }
 

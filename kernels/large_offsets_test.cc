@@ -68,13 +68,13 @@ void fillInputs(std::vector<uint16_t>& qk) {
 template <typename E>
 std::vector<E> downloadRange(E const* dev, int64_t offset, int64_t count) {
     std::vector<E> h(static_cast<size_t>(count));
-    KT_CUDA(cudaMemcpy(h.data(), dev + offset, size_t(count) * sizeof(E), cudaMemcpyDeviceToHost));
+    QSA_CUDA(cudaMemcpy(h.data(), dev + offset, size_t(count) * sizeof(E), cudaMemcpyDeviceToHost));
     return h;
 }
 
 TEST(LargeOffsets, PrefillPast2To31) {
     size_t freeB = 0, totalB = 0;
-    KT_CUDA(cudaMemGetInfo(&freeB, &totalB));
+    QSA_CUDA(cudaMemGetInfo(&freeB, &totalB));
     int64_t const rows = int64_t(kB) * kS;
     size_t const outElems = size_t(rows) * ref::kIndexWidth;
     size_t const poolElems = size_t(2) * kNumPages * kPageElems;
@@ -122,8 +122,8 @@ TEST(LargeOffsets, PrefillPast2To31) {
     kn::runQsaIndexerPrefill<T>(out.get(), reinterpret_cast<T const*>(qk.get()), cs.get(), ctx.get(),
                                 reinterpret_cast<T const*>(wQ.get()), reinterpret_cast<T const*>(wK.get()), c.rmsEps,
                                 ws.get(), wsBytes, kB, kS, &st, nullptr);
-    KT_CUDA(cudaDeviceSynchronize());
-    KT_CUDA(cudaGetLastError());
+    QSA_CUDA(cudaDeviceSynchronize());
+    QSA_CUDA(cudaGetLastError());
     double const gpuS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
     // ---- outIdx rows -------------------------------------------------------------------------

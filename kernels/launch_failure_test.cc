@@ -71,19 +71,19 @@ void expectLaunchFailure(char const* function, std::function<void()> const& fn) 
 TEST(LaunchFailure, PrefillThrowsNamingTheFunction) {
     Bufs b;
     ASSERT_NO_THROW(b.prefill());
-    KT_CUDA(cudaDeviceSynchronize());
+    QSA_CUDA(cudaDeviceSynchronize());
     expectLaunchFailure("runQsaIndexerPrefill", [&] { b.prefill(); });
     ASSERT_NO_THROW(b.prefill()) << "the hook is scoped: the next run is normal";
-    KT_CUDA(cudaDeviceSynchronize());
+    QSA_CUDA(cudaDeviceSynchronize());
 }
 
 TEST(LaunchFailure, DecodeThrowsNamingTheFunction) {
     Bufs b;
     ASSERT_NO_THROW(b.decode());
-    KT_CUDA(cudaDeviceSynchronize());
+    QSA_CUDA(cudaDeviceSynchronize());
     expectLaunchFailure("runQsaIndexerDecode", [&] { b.decode(); });
     ASSERT_NO_THROW(b.decode());
-    KT_CUDA(cudaDeviceSynchronize());
+    QSA_CUDA(cudaDeviceSynchronize());
 }
 
 } // namespace

@@ -45,7 +45,7 @@ void runCase(DType dt, QCase const& q, uint64_t seed) {
     kn::launchQsaQPrep<T>(reinterpret_cast<T*>(out.get()), reinterpret_cast<T const*>(qk.get()), cs.get(), ctx.get(),
                           reinterpret_cast<T const*>(wQ.get()), c.rmsEps, q.B, q.S, st.get());
     st.sync();
-    KT_CUDA(cudaGetLastError());
+    QSA_CUDA(cudaGetLastError());
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"qNormed", p, ref::kHeadDim, dt}));
 }
 

@@ -49,7 +49,7 @@ void runCase(DType dt, SCase k, uint64_t seed) {
     kn::launchQsaScores<T>(out.get(), reinterpret_cast<T const*>(dq.get()), reinterpret_cast<T const*>(dk.get()),
                            dCtx.get(), k.B, k.S, k.rowBegin, k.rowEnd, st.get());
     st.sync();
-    KT_CUDA(cudaGetLastError());
+    QSA_CUDA(cudaGetLastError());
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"logits", p, size_t(MB), dt}));
 }
 

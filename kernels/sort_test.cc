@@ -3,6 +3,7 @@
 // equal and keep input order, NaN orders by its bits, +inf / -FLT_MAX / many equal values; whole rows
 // are sorted, invisible entries included; the inputs are left as they were.
 #include <cfloat>
+#include <cmath>
 
 #include "kernels/test_helper.h"
 
@@ -41,7 +42,7 @@ std::vector<float> makeKeys(Keys kind, int32_t rows, int32_t cols, Rng& rng) {
             float& x = k[size_t(r) * cols + c];
             switch (kind) {
             case Keys::kRandom:
-                x = std::uniform_real_distribution<float>(0.0f, 10.0f)(rng);
+                x = rng.uniform(0.0f, 10.0f);
                 break;
             case Keys::kThreeValues:
                 x = static_cast<float>(rng() % 3) * 0.25f;
@@ -93,7 +94,7 @@ void runCase(int32_t rows, int32_t cols, Keys kind, bool idsValues, uint64_t see
     Stream st;
     kn::launchQsaSortRows(kIn.get(), kOut.get(), vIn.get(), vOut.get(), rows, cols, temp.get(), tempBytes, st.get());
     st.sync();
-    KT_CUDA(cudaGetLastError());
+    QSA_CUDA(cudaGetLastError());
     EXPECT_TRUE(bitsEqual(eVals, vOut.download(), {"sorted values", p, size_t(cols)}));
     EXPECT_TRUE(bitsEqual(eKeys, kOut.download<float>(), {"sorted keys", p, size_t(cols)}));
     EXPECT_TRUE(bitsEqual(keys, kIn.download<float>(), {"keysIn (must be unchanged)", p, size_t(cols)}));

@@ -10,15 +10,6 @@
 namespace qsa {
 namespace ktest {
 
-void cudaCheck(cudaError_t e, char const* what, char const* file, int line) {
-    if (e != cudaSuccess) {
-        std::ostringstream os;
-        os << file << ":" << line << ": " << what << " failed: " << cudaGetErrorName(e) << " (" << cudaGetErrorString(e)
-           << ")";
-        throw std::runtime_error(os.str());
-    }
-}
-
 char const* dtName(DType dt) {
     return dt == DType::kHalf ? "half" : "bf16";
 }
@@ -125,24 +116,23 @@ char const* gammaName(Gamma g) {
 }
 
 static float randomValue(Mode m, Rng& rng) {
-    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
     switch (m) {
     case Mode::kNormal:
-        return u(rng);
+        return rng.uniform(-2.0f, 2.0f);
     case Mode::kPositive:
-        return std::uniform_real_distribution<float>(0.0f, 1.0f)(rng);
+        return rng.uniform(0.0f, 1.0f);
     case Mode::kLowEntropy: {
         static float const v[] = {0.0f, 0.5f, 1.0f, -1.0f};
         return v[rng() % 4];
     }
     case Mode::kWide: {
         int e = static_cast<int>(rng() % 37) - 24;
-        float mant = std::uniform_real_distribution<float>(1.0f, 2.0f)(rng);
+        float mant = rng.uniform(1.0f, 2.0f);
         float v = std::ldexp(mant, e);
         return (rng() & 1) ? -v : v;
     }
     case Mode::kSpecial:
-        return u(rng);
+        return rng.uniform(-2.0f, 2.0f);
     }
     return 0.0f;
 }
@@ -201,7 +191,7 @@ std::vector<float> randomF32(size_t n, Mode m, Rng& rng) {
 std::vector<uint16_t> makeGamma(DType dt, Gamma g, Rng& rng) {
     std::vector<uint16_t> w(ref::kHeadDim);
     for (auto& x : w) {
-        float small = std::uniform_real_distribution<float>(-0.5f, 0.5f)(rng);
+        float small = rng.uniform(-0.5f, 0.5f);
         x = toT(dt, small);
         if (g == Gamma::kExtreme) {
             switch (rng() % 4) {
@@ -267,8 +257,8 @@ ref::HostPool makeHostPool(DType dt, int32_t B, ref::PoolDims dims, Pages pages,
     std::vector<int32_t> kIds(dims.numPages), vIds(dims.numPages);
     std::iota(kIds.begin(), kIds.end(), 0);
     std::iota(vIds.begin(), vIds.end(), dims.numPages);
-    std::shuffle(kIds.begin(), kIds.end(), rng);
-    std::shuffle(vIds.begin(), vIds.end(), rng);
+    rng.shuffle(kIds.begin(), kIds.end());
+    rng.shuffle(vIds.begin(), vIds.end());
     h.pageTable.assign(size_t(B) * 2 * P, -1);
     for (int32_t b = 0; b < B; ++b) {
         for (int32_t s = 0; s < P; ++s) {

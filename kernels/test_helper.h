@@ -1,4 +1,4 @@
-// Shared helpers of the GPU stage and pipeline tests (kernels/*_test.cc): RAII device buffers,
+// Shared helpers of the GPU stage and pipeline tests (kernels/*_test.cc): device buffers (testing/),
 // T <-> uint16_t bit conversions, random inputs with low-entropy modes (so that equal logits appear),
 // paged pools mirrored on host and device, and bitwise comparisons that print the first mismatches
 // with the case parameters. Every comparison is on bit patterns (contract section 7.1: bit for bit,
@@ -16,7 +16,6 @@
 #include <limits>
 #include <memory>
 #include <numeric>
-#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -28,6 +27,8 @@
 #include "kernels/qsaIndexerRunner.h"
 #include "reference/qsaReference.h"
 #include "reference/stages.h"
+#include "testing/device_buffer.h"
+#include "testing/rng.h"
 
 namespace qsa {
 namespace ktest {
@@ -35,96 +36,11 @@ namespace ktest {
 using ref::DType;
 namespace kn = trt_edgellm::kernel;
 
-// ---- CUDA errors -------------------------------------------------------------------------------
+// ---- device buffers and streams: testing/device_buffer.h (QSA_CUDA, DeviceBuffer, Stream) ---------------
 
-void cudaCheck(cudaError_t e, char const* what, char const* file, int line);
-#define KT_CUDA(x) ::qsa::ktest::cudaCheck((x), #x, __FILE__, __LINE__)
-
-// ---- device buffers ----------------------------------------------------------------------------
-
-// Owns n elements of E on the device (at least one byte is allocated so that the pointer is never null).
 template <typename E>
-class DevBuf {
-public:
-    DevBuf() = default;
-    explicit DevBuf(size_t n) { alloc(n); }
-    template <typename X>
-    explicit DevBuf(std::vector<X> const& host) {
-        alloc(host.size() * sizeof(X) / sizeof(E));
-        upload(host);
-    }
-    ~DevBuf() { release(); }
-    DevBuf(DevBuf const&) = delete;
-    DevBuf& operator=(DevBuf const&) = delete;
-    DevBuf(DevBuf&& o) noexcept { *this = std::move(o); }
-    DevBuf& operator=(DevBuf&& o) noexcept {
-        if (this != &o) {
-            release();
-            ptr_ = o.ptr_;
-            n_ = o.n_;
-            o.ptr_ = nullptr;
-            o.n_ = 0;
-        }
-        return *this;
-    }
-
-    void alloc(size_t n) {
-        release();
-        n_ = n;
-        void* p = nullptr;
-        KT_CUDA(cudaMalloc(&p, n * sizeof(E) > 0 ? n * sizeof(E) : 1));
-        ptr_ = static_cast<E*>(p);
-    }
-    E* get() const { return ptr_; }
-    size_t size() const { return n_; }
-    size_t bytes() const { return n_ * sizeof(E); }
-
-    // Host -> device; the host vector's bytes must equal the buffer's. cudaMemcpy from pageable memory and
-    // cudaMemset may return before the device write is done, and they run on the legacy stream, which does
-    // not order with the non-blocking streams the tests launch on: every fill ends with a device sync.
-    template <typename X>
-    void upload(std::vector<X> const& host) {
-        if (host.size() * sizeof(X) != bytes())
-            throw std::runtime_error("DevBuf::upload: size mismatch");
-        KT_CUDA(cudaMemcpy(ptr_, host.data(), bytes(), cudaMemcpyHostToDevice));
-        KT_CUDA(cudaDeviceSynchronize());
-    }
-    template <typename X = E>
-    std::vector<X> download() const {
-        std::vector<X> h(bytes() / sizeof(X));
-        KT_CUDA(cudaDeviceSynchronize());
-        KT_CUDA(cudaMemcpy(h.data(), ptr_, bytes(), cudaMemcpyDeviceToHost));
-        return h;
-    }
-    void fillBytes(int byte) {
-        KT_CUDA(cudaMemset(ptr_, byte, bytes() > 0 ? bytes() : 1));
-        KT_CUDA(cudaDeviceSynchronize());
-    }
-
-private:
-    void release() {
-        if (ptr_ != nullptr)
-            cudaFree(ptr_);
-        ptr_ = nullptr;
-        n_ = 0;
-    }
-    E* ptr_ = nullptr;
-    size_t n_ = 0;
-};
-
-// RAII stream.
-class Stream {
-public:
-    Stream() { KT_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
-    ~Stream() { cudaStreamDestroy(s_); }
-    Stream(Stream const&) = delete;
-    Stream& operator=(Stream const&) = delete;
-    cudaStream_t get() const { return s_; }
-    void sync() const { KT_CUDA(cudaStreamSynchronize(s_)); }
-
-private:
-    cudaStream_t s_ = nullptr;
-};
+using DevBuf = testlib::DeviceBuffer<E>;
+using testlib::Stream;
 
 // ---- dtypes ------------------------------------------------------------------------------------
 
@@ -169,7 +85,7 @@ enum class Mode {
 };
 char const* modeName(Mode m);
 
-using Rng = std::mt19937_64;
+using Rng = testlib::Rng; // portable: a seed gives the same inputs with any standard library
 std::vector<uint16_t> randomT(DType dt, size_t n, Mode m, Rng& rng);
 std::vector<float> randomF32(size_t n, Mode m, Rng& rng);
 
@@ -289,8 +205,8 @@ std::vector<int32_t> gpuPrefill(ref::PrefillCase const& c, int wsFill = 0xFF, in
     kn::runQsaIndexerPrefill<T>(out.get(), reinterpret_cast<T const*>(qk.get()), cs.get(), ctx.get(),
                                 reinterpret_cast<T const*>(wQ.get()), reinterpret_cast<T const*>(wK.get()), c.rmsEps,
                                 ws.get(), wsBytes, c.batchSize, c.seqLen, c.hasPool ? &st : nullptr, stream);
-    KT_CUDA(cudaStreamSynchronize(stream));
-    KT_CUDA(cudaGetLastError());
+    QSA_CUDA(cudaStreamSynchronize(stream));
+    QSA_CUDA(cudaGetLastError());
     if (poolAfter != nullptr && c.hasPool)
         *poolAfter = (devPool != nullptr ? devPool : pool.get())->data.download();
     return out.download();

@@ -24,6 +24,20 @@ Chain makeChain(DecodeChainSpec const& s);
 // L > 2048 starts cheaply). Decode-only properties start their steps from it.
 std::vector<uint16_t> refPoolAfterPrefill(ref::PrefillCase const& c);
 
+// Walks a decode chain: step k (0-based) starts from the pool step k - 1 left (the first, from
+// refPoolAfterPrefill(ch.prefillL)) and is added to the capture; step(d, k) checks it and returns the pool
+// after it.
+template <typename Cap, typename Step>
+void forEachStep(Chain& ch, Cap& cap, Step&& step) {
+    std::vector<uint16_t> pool = refPoolAfterPrefill(ch.prefillL);
+    for (size_t k = 0; k < ch.steps.size(); ++k) {
+        ref::DecodeCase& d = ch.steps[k];
+        d.pool.data = pool;
+        cap.add(d);
+        pool = step(d, k);
+    }
+}
+
 // A prefill case holding sequences `seqs` of `c` (repeats allowed) with sequence length newS >= c.seqLen;
 // the added rows t >= c.seqLen hold poison. Without a pool.
 ref::PrefillCase subBatch(ref::PrefillCase const& c, std::vector<int32_t> const& seqs, int32_t newS,

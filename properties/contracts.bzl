@@ -30,8 +30,7 @@ CONTRACTS = [
 # Stage properties: this project's own launchers (//kernels:qsa_kernels), GPU only; certify runs them only when
 # //api:impl is //kernels:qsa_kernels. mutant_rank 0: the mutant runner runs them first.
 STAGE_PROPERTY_TESTS = [
-    struct(number = 1, name = "stages", levels = ["core"], test = "differential_stages_test", shards = 2, mutant_rank = -1),
-    struct(number = 1, name = "mutant regressions", levels = ["core"], test = "mutant_regressions_test_gpu", shards = 1, mutant_rank = 0),
+    struct(number = 1, name = "stages", levels = ["core"], test = "differential_stages_test", shards = 2, mutant_rank = 0),
 ]
 
 def contracts_tsv_lines():

@@ -117,6 +117,16 @@ void coverStage(ref::DecodeCase const& d) {
     coverage::cover("valid_at_floor_edge", edge);
 }
 
+// The implementation's decode run over a workspace filled with `fill`, with the section-6 slots qNormed and
+// logits read back (downloaded by the harness).
+DecodeOut runWithStages(ref::DecodeCase const& d, Fill fill, uint64_t fillSeed) {
+    RunOptions ro;
+    ro.workspaceFill = fill;
+    ro.fillSeed = fillSeed;
+    ro.readStages = true;
+    return runImplDecode(d, ro);
+}
+
 // B1: slot qNormed equals the reference's q output of every row (zeros for invalid rows), bit for bit.
 QSA_PROP(DecodeStages, B1QPrepMatchesReference, 60) {
     StageCase const s = *genStageCase();
@@ -124,11 +134,7 @@ QSA_PROP(DecodeStages, B1QPrepMatchesReference, 60) {
     Capture cap("decode_stages", s.description);
     cap.add(s.d);
     Fill const fill = *pick(Fill::kGarbage, Fill::kNaN, Fill::kZero);
-    RunOptions ro;
-    ro.workspaceFill = fill;
-    ro.fillSeed = uint64_t(s.d.contextLengths[0]);
-    ro.readStages = true; // the section-6 slots qNormed and logits, downloaded by the harness
-    DecodeOut const got = runImplDecode(s.d, ro);
+    DecodeOut const got = runWithStages(s.d, fill, uint64_t(s.d.contextLengths[0]));
     ref::DecodeResult const want = ref::runDecode(s.d);
     for (size_t i = 0; i < want.qNormed.size(); ++i) {
         if (got.qNormed[i] != want.qNormed[i]) {
@@ -149,11 +155,7 @@ QSA_PROP(DecodeStages, B2LogitsMatchReference, 60) {
     Capture cap("decode_stages", s.description);
     cap.add(s.d);
     Fill const fill = *pick(Fill::kNaN, Fill::kGarbage, Fill::kZero);
-    RunOptions ro;
-    ro.workspaceFill = fill;
-    ro.fillSeed = uint64_t(s.d.contextLengths[0] + 1);
-    ro.readStages = true; // the section-6 slots qNormed and logits, downloaded by the harness
-    DecodeOut const got = runImplDecode(s.d, ro);
+    DecodeOut const got = runWithStages(s.d, fill, uint64_t(s.d.contextLengths[0] + 1));
     ref::DecodeResult const want = ref::runDecode(s.d);
     for (int32_t b = 0; b < s.d.batchSize; ++b) {
         int32_t const c = s.d.contextLengths[b];

@@ -60,10 +60,7 @@ QSA_PROP(Determinism, DecodeRepeatsBitwise, 40) {
     Chain ch = makeChain(spec);
     coverDecode(decodeRegions(ch.steps), nVisFloor());
     Capture cap("determinism", describe(spec));
-    std::vector<uint16_t> pool = refPoolAfterPrefill(ch.prefillL);
-    for (ref::DecodeCase& d : ch.steps) {
-        d.pool.data = pool;
-        cap.add(d);
+    forEachStep(ch, cap, [&](ref::DecodeCase& d, size_t) {
         DecodeOut const first = runImplDecode(d, fillOption(0, spec.act.seed));
         for (int i = 1; i < 3; ++i) {
             DecodeOut const again = runImplDecode(d, fillOption(i, spec.act.seed));
@@ -71,8 +68,8 @@ QSA_PROP(Determinism, DecodeRepeatsBitwise, 40) {
             QSA_REQUIRE_EMPTY(diffPool(again.pool, first.pool, d.pool.dims, "decode repeat pool"));
             RC_ASSERT(again.splitCounters == first.splitCounters);
         }
-        pool = first.pool;
-    }
+        return first.pool;
+    });
 }
 
 } // namespace

@@ -85,11 +85,7 @@ void decodeStepsMatchReference(bool hostile) {
     Chain ch = makeChain(spec);
     coverDecode(decodeRegions(ch.steps), nVisFloor());
     Capture cap("differential", describe(spec));
-    std::vector<uint16_t> pool = refPoolAfterPrefill(ch.prefillL);
-    for (size_t k = 0; k < ch.steps.size(); ++k) {
-        ref::DecodeCase& d = ch.steps[k];
-        d.pool.data = pool;
-        cap.add(d);
+    forEachStep(ch, cap, [&](ref::DecodeCase& d, size_t k) {
         RunOptions ro;
         ro.readStages = true;
         DecodeOut const got = runImplDecode(d, ro);
@@ -102,8 +98,8 @@ void decodeStepsMatchReference(bool hostile) {
         QSA_REQUIRE_EMPTY(diffPool(got.pool, want.poolAfter, d.pool.dims, step.c_str()));
         if (d.hasSplitCounters)
             RC_ASSERT(got.splitCounters == want.splitCountersAfter);
-        pool = want.poolAfter;
-    }
+        return want.poolAfter;
+    });
 }
 
 QSA_PROP(Differential, DecodeStepsMatchReference, 30) {
@@ -133,12 +129,8 @@ QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
     Chain ch = makeChain(spec);
     coverDecode(decodeRegions(ch.steps), 1.0);
     Capture cap("differential", describe(spec));
-    std::vector<uint16_t> pool = refPoolAfterPrefill(ch.prefillL);
     bool tie = false;
-    for (size_t k = 0; k < ch.steps.size(); ++k) {
-        ref::DecodeCase& d = ch.steps[k];
-        d.pool.data = pool;
-        cap.add(d);
+    forEachStep(ch, cap, [&](ref::DecodeCase& d, size_t k) {
         ref::DecodeResult const want = ref::runDecode(d);
         for (int32_t b = 0; b < d.batchSize; ++b)
             if (ref::decodeRowValid(d.contextLengths[b], d.maxBlocks))
@@ -150,8 +142,8 @@ QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
         QSA_REQUIRE_EMPTY(stages.empty() ? "" : "decode (nVis > 512) step " + std::to_string(k) + ": " + stages);
         QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, 1, "decode (nVis > 512) vs reference") +
                           fixtures::explainFirstDifference(d, want, got.outIdx));
-        pool = want.poolAfter;
-    }
+        return want.poolAfter;
+    });
     coverage::cover("tie_at_rank_512", tie, kThresholdTieFloor);
 }
 

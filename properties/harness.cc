@@ -3,13 +3,13 @@
 
 #include <algorithm>
 #include <cstring>
-#include <random>
 #include <stdexcept>
 #include <string>
 
 #include "kernels/qsaIndexerRunner.h"
 #include "properties/backend.h"
 #include "properties/ttypes.h"
+#include "testing/rng.h"
 
 namespace qsa {
 namespace prop {
@@ -53,9 +53,9 @@ std::vector<uint8_t> fillBytes(Fill f, uint64_t seed, size_t bytes) {
             std::memcpy(&v[i], &w, 4);
         }
     } else if (f == Fill::kGarbage) {
-        std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 7);
+        testlib::Rng rng(seed * 0x9E3779B97F4A7C15ull + 7);
         for (size_t i = 0; i < bytes; i += 8) {
-            uint64_t w = rng();
+            uint64_t w = rng.next();
             std::memcpy(&v[i], &w, std::min<size_t>(8, bytes - i));
         }
     }

@@ -38,10 +38,7 @@ QSA_PROP(Layout, DecodeRowsObeyK4, 50) {
     Chain ch = makeChain(spec);
     coverDecode(decodeRegions(ch.steps), nVisFloor());
     Capture cap("layout", describe(spec));
-    std::vector<uint16_t> pool = refPoolAfterPrefill(ch.prefillL);
-    for (ref::DecodeCase& d : ch.steps) {
-        d.pool.data = pool;
-        cap.add(d);
+    forEachStep(ch, cap, [&](ref::DecodeCase& d, size_t) {
         DecodeOut const got = runImplDecode(d);
         for (int32_t b = 0; b < d.batchSize; ++b) {
             std::string m =
@@ -49,8 +46,8 @@ QSA_PROP(Layout, DecodeRowsObeyK4, 50) {
             if (!m.empty())
                 RC_FAIL("decode row b=" + std::to_string(b) + ": " + m);
         }
-        pool = got.pool;
-    }
+        return got.pool;
+    });
 }
 
 } // namespace

@@ -63,17 +63,14 @@ void decodeTouchesOnlyContractCells(bool hardened) {
     coverage::cover("out_of_plane_used", r.outOfPlaneUsed, hardened ? 0.05 : 0.0);
     coverage::cover("truncated_hit", r.truncatedHit, 0.0);
     Capture cap("pool_hygiene", describe(spec));
-    std::vector<uint16_t> pool = refPoolAfterPrefill(ch.prefillL);
-    for (ref::DecodeCase& d : ch.steps) {
-        d.pool.data = pool;
-        cap.add(d);
+    forEachStep(ch, cap, [&](ref::DecodeCase& d, size_t) {
         DecodeOut const got = runImplDecode(d);
         QSA_REQUIRE_EMPTY(checkCellPlan(decodeCellPlan(d), d.pool.data, got.pool, d.pool.dims, d.dtype));
         if (d.hasSplitCounters) {
             RC_ASSERT(got.splitCounters == std::vector<int32_t>(d.splitCounters.size(), 0));
         }
-        pool = got.pool;
-    }
+        return got.pool;
+    });
 }
 
 QSA_PROP(PoolHygiene, DecodeTouchesOnlyContractCells, 30) {

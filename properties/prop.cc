@@ -11,7 +11,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <random>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -19,6 +18,7 @@
 #include "checks/levels.h"
 #include "fixtures/fixture.h"
 #include "reference/stages.h"
+#include "testing/rng.h"
 
 namespace qsa {
 namespace prop {
@@ -156,8 +156,8 @@ void checkProperty(std::string const& id, int defaultCases, rc::detail::Property
     uint64_t const seed = rcParamsHas("seed=") ? params.seed : (sh.total > 1 ? shardSeed(base, sh.index) : base);
     std::ostringstream seedLine;
     seedLine << "QSA_SEED " << id << " base=" << base << " shard=" << sh.index << "/" << sh.total << " seed=" << seed
-             << " cases=" << cases << " (reproduce: RC_PARAMS=\"seed=" << seed
-             << " max_success=" << cases << "\" --gtest_filter=" << id << ")";
+             << " cases=" << cases << " (reproduce: RC_PARAMS=\"seed=" << seed << " max_success=" << cases
+             << "\" --gtest_filter=" << id << ")";
     std::cout << seedLine.str() << std::endl;
     params.maxSuccess = cases;
     params.seed = seed;
@@ -463,9 +463,9 @@ std::vector<int64_t> sampleRows(ref::PrefillCase const& c, size_t randomRows, ui
             add(base + ctx + d);
         add(base + c.seqLen - 1);
     }
-    std::mt19937_64 rng(seed);
+    testlib::Rng rng(seed);
     for (size_t i = 0; i < randomRows; ++i)
-        add(int64_t(rng() % uint64_t(rows)));
+        add(rng.below(rows));
     return {s.begin(), s.end()};
 }
 

@@ -282,6 +282,23 @@ size_t cell(int32_t page, int32_t row, int32_t col) {
     return (static_cast<size_t>(page) * 128 + row) * 256 + col;
 }
 
+// A half decode case: q = k = +1 in every row, cos 1 / sin 0 over `ropeRows` positions, zero gammas (1 + w = 1),
+// eps 0, one page per plane per sequence (smallPool).
+DecodeCase onesDecode(std::vector<int32_t> const& ctx, int32_t maxBlocks, int32_t ropeRows) {
+    DecodeCase c;
+    c.dtype = DType::kHalf;
+    c.batchSize = static_cast<int32_t>(ctx.size());
+    c.maxBlocks = maxBlocks;
+    c.indexQk.assign(ctx.size() * 640, kHalfOne);
+    c.cosSin = test::uniformCosSin(ropeRows, 1.0f, 0.0f);
+    c.contextLengths = ctx;
+    c.wQ.assign(128, 0);
+    c.wK.assign(128, 0);
+    c.rmsEps = 0.0f;
+    c.pool = smallPool(c.batchSize);
+    return c;
+}
+
 TEST(GoldenDecode, OneStepThreeSequences) {
     // b0: ctx 1 (pos 0): stores its raw k in K-tail of token 0; nVis 0, tail 1 -> [0].
     // b1: ctx 4 (pos 3): completes block 0 from K-tails of tokens 0..2 (pre-filled with +1) and its input
@@ -290,20 +307,10 @@ TEST(GoldenDecode, OneStepThreeSequences) {
     // b2: ctx 5 (pos 4): K-tail of token 4 gets its raw k; block 0 read from the V-tail of token 0, which
     //     holds pattern A: logit +0.0 (A); tail 1 -> [0, 1, 2, 3, 4].
     // b3: ctx 0: invalid: zero qNormed, all -1, no pool cell, no logit.
-    DecodeCase c;
-    c.dtype = DType::kHalf;
-    c.batchSize = 4;
-    c.maxBlocks = 2;
-    c.indexQk.assign(4 * 640, kHalfOne);
+    DecodeCase c = onesDecode({1, 4, 5, 0}, 2, 5);
     for (int e = 0; e < 640; ++e) {
         c.indexQk[3 * 640 + e] = kHalfNaN; // the invalid row is never read
     }
-    c.cosSin = test::uniformCosSin(5, 1.0f, 0.0f);
-    c.contextLengths = {1, 4, 5, 0};
-    c.wQ.assign(128, 0);
-    c.wK.assign(128, 0);
-    c.rmsEps = 0.0f;
-    c.pool = smallPool(4);
     c.pool.pageTable[3 * 2 + 0] = -1; // b3 has no pages
     c.pool.pageTable[3 * 2 + 1] = -1;
     for (int32_t t = 0; t < 3; ++t) {
@@ -347,17 +354,7 @@ TEST(GoldenDecode, DroppedVTailWriteReadsZero) {
     // ctx 4 with V page entry -1: B1's kbar write is dropped, B2 reads +0.0 for every element: dot = +0
     // (fma(1, +0, +0) = +0), logit +0.0; output [0, 1, 2, 3]; the pool is unchanged (the completing
     // token's raw k is not stored).
-    DecodeCase c;
-    c.dtype = DType::kHalf;
-    c.batchSize = 1;
-    c.maxBlocks = 1;
-    c.indexQk.assign(640, kHalfOne);
-    c.cosSin = test::uniformCosSin(4, 1.0f, 0.0f);
-    c.contextLengths = {4};
-    c.wQ.assign(128, 0);
-    c.wK.assign(128, 0);
-    c.rmsEps = 0.0f;
-    c.pool = smallPool(1);
+    DecodeCase c = onesDecode({4}, 1, 4);
     c.pool.pageTable[1] = -1;
     DecodeResult const r = runDecode(c);
     EXPECT_EQ(test::bitsOfFloat(r.logits[0]), 0u);
@@ -392,20 +389,10 @@ TEST(GoldenDecode, ValidityByFloorOfCtxOver4) {
     //     V-tail of token 0 holds pattern A: logit +0.0 (A); tail 3 -> [0, 1, 2, 3, 4, 5, 6].
     // b2: ctx 8: 8 / 4 = 2 == maxBlocks + 1: invalid: zero qNormed, all -1, no logit, no pool cell (the
     //     block it would complete, 1, has no logits column); its NaN input changes nothing.
-    DecodeCase c;
-    c.dtype = DType::kHalf;
-    c.batchSize = 3;
-    c.maxBlocks = 1;
-    c.indexQk.assign(3 * 640, kHalfOne);
+    DecodeCase c = onesDecode({5, 7, 8}, 1, 8);
     for (int e = 0; e < 640; ++e) {
         c.indexQk[2 * 640 + e] = kHalfNaN;
     }
-    c.cosSin = test::uniformCosSin(8, 1.0f, 0.0f);
-    c.contextLengths = {5, 7, 8};
-    c.wQ.assign(128, 0);
-    c.wK.assign(128, 0);
-    c.rmsEps = 0.0f;
-    c.pool = smallPool(3);
     for (int d = 0; d < 128; ++d) {
         c.pool.data[cell(4 + 0, 0, 128 + d)] = kHalfOne;                          // b0's V-tail of block 0
         c.pool.data[cell(4 + 1, 0, 128 + d)] = d < 64 ? kHalfMinusOne : kHalfOne; // b1's: pattern A
@@ -435,16 +422,7 @@ TEST(GoldenDecode, ValidityByFloorOfCtxOver4) {
 
 TEST(GoldenDecode, RowBeyondMaxBlocksIsInvalid) {
     // ctx 9 with maxBlocks 1: 9 / 4 = 2 > 1: invalid: all -1, zero qNormed, no pool cell.
-    DecodeCase c;
-    c.dtype = DType::kHalf;
-    c.batchSize = 1;
-    c.maxBlocks = 1;
-    c.indexQk.assign(640, kHalfOne);
-    c.cosSin = test::uniformCosSin(9, 1.0f, 0.0f);
-    c.contextLengths = {9};
-    c.wQ.assign(128, 0);
-    c.wK.assign(128, 0);
-    c.pool = smallPool(1);
+    DecodeCase c = onesDecode({9}, 1, 9); // eps 0 here too: an invalid row reads nothing
     DecodeResult const r = runDecode(c);
     EXPECT_EQ(rowVec(r.outIdx, 0), rowOf({}));
     EXPECT_TRUE(r.poolAfter == c.pool.data);

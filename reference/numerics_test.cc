@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -118,7 +120,7 @@ TEST(CastFromT, IsExact) {
 }
 
 // Sampled check of both casts against the integer-only implementations of independent.h (the exhaustive
-// run over all 2^32 floats is //reference:verify_numerics).
+// run over all 2^32 floats is //tools:exhaustive_primitives --checker=independent).
 TEST(Casts, AgreeWithIndependentImplementationOnSampledFloats) {
     int bad = 0;
     for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 4093) {
@@ -293,6 +295,18 @@ TEST(NormVariance, EpsIsFusedWithTheMean) {
     EXPECT_EQ(normVariance(x, 0.5f), 1.5f);
 }
 
+// normRope (eps 0) of a row of constant x and gamma w, with cos c and sin s at every rope index.
+std::array<float, 128> normRopeOfConstants(float x, float w, float c, float s) {
+    float xs[128], ws[128], cs[64];
+    std::fill(xs, xs + 128, x);
+    std::fill(ws, ws + 128, w);
+    std::fill(cs, cs + 32, c);
+    std::fill(cs + 32, cs + 64, s);
+    std::array<float, 128> o;
+    normRope(xs, ws, cs, 0.0f, o.data());
+    return o;
+}
+
 TEST(NormRope, ProductOrderIsXTimesInvThenTimesOnePlusW) {
     // x = 3 everywhere: lanes 36, s = 1152, v = 9, inv = 0x3EAAAAAB = 11184811 * 2^-25 (= (2^25 + 1) / 3 * 2^-25).
     // w = 0.5009765625 = 513/1024 everywhere: g = 1 + w = 1537/1024 exactly. cos = 1, sin = 0.
@@ -300,19 +314,7 @@ TEST(NormRope, ProductOrderIsXTimesInvThenTimesOnePlusW) {
     // Rope with c = 1, s = 0: fma(y, 1, -(y' * 0)) = y. So o[d] = 0x3FC02000 for every d.
     // The other order x * (inv * g): inv * g = 17191054507 * 2^-35 = 8394069.58 * 2^-24 -> 8394070 * 2^-24,
     // times 3 = 25182210 * 2^-24 = 12591105 * 2^-23 = 0x3FC02001.
-    float x[128];
-    float w[128];
-    float cs[64];
-    for (int d = 0; d < 128; ++d) {
-        x[d] = 3.0f;
-        w[d] = 0.5009765625f;
-    }
-    for (int i = 0; i < 32; ++i) {
-        cs[i] = 1.0f;
-        cs[32 + i] = 0.0f;
-    }
-    float o[128];
-    normRope(x, w, cs, 0.0f, o);
+    std::array<float, 128> const o = normRopeOfConstants(3.0f, 0.5009765625f, 1.0f, 0.0f);
     for (int d = 0; d < 128; ++d) {
         ASSERT_EQ(floatBits(o[d]), 0x3FC02000u) << d;
     }
@@ -323,18 +325,7 @@ TEST(NormRope, RopeSigns) {
     // o[i] = fma(1, 0.6f, -(1 * 0.8f)) = -3355443 * 2^-24 (exact) = 0xBE4CCCCC;
     // o[i+32] = fma(1, 0.6f, 1 * 0.8f) = 23488103 * 2^-24 = 11744051.5 * 2^-23 -> even 11744052 = 0x3FB33334;
     // o[d] = 1 for d >= 64.
-    float x[128];
-    float w[128] = {};
-    float cs[64];
-    for (float& v : x) {
-        v = 1.0f;
-    }
-    for (int i = 0; i < 32; ++i) {
-        cs[i] = 0.6f;
-        cs[32 + i] = 0.8f;
-    }
-    float o[128];
-    normRope(x, w, cs, 0.0f, o);
+    std::array<float, 128> const o = normRopeOfConstants(1.0f, 0.0f, 0.6f, 0.8f);
     for (int i = 0; i < 32; ++i) {
         ASSERT_EQ(floatBits(o[i]), 0xBE4CCCCCu) << i;
         ASSERT_EQ(floatBits(o[i + 32]), 0x3FB33334u) << i;

@@ -1,6 +1,10 @@
-// RapidCheck properties of the reference itself (contract sections 3-5 and 7): index layout, padding,
-// NaN-poisoned padding, the tie rule against std::stable_sort, decode set == prefill set, pool hygiene,
-// prefill/decode equivalence, chunking and batch invariance, FP-environment and thread-count independence.
+// RapidCheck properties of the reference alone (contract sections 4, 5 and 7.4): what no contract property of
+// properties/ checks. The contract properties (layout, padding, pool hygiene, batch invariance, prefill/decode
+// sets and live cells) run against properties/reference_impl.cc, which Differential.* holds equal to
+// runPrefill / runDecode bit for bit, so they are not repeated here. Here: logits never NaN / -0.0, the tie
+// rule against std::stable_sort, decode set == prefill set, decode numerics == prefill numerics, any
+// chunking of the literal stages, padding unread by the stage values, thread-count and caller FP-environment
+// independence.
 #include "reference/byStages.h"
 #include "reference/numerics.h"
 #include "reference/qsaReference.h"
@@ -65,48 +69,7 @@ bool sameBits(std::vector<float> const& a, std::vector<float> const& b) {
            std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) { return floatBits(x) == floatBits(y); });
 }
 
-// ---- index layout and padding (contract 7.2, 7.3) -------------------------------------------------
-
-RC_GTEST_PROP(RefProperties, IndexLayoutPerRow, ()) {
-    Shape const s = *genShape();
-    PrefillResult const r = runPrefill(caseOf(s));
-    for (int32_t b = 0; b < s.B; ++b) {
-        int32_t const ctx = clampS(s.ctx[b], s.S);
-        for (int32_t t = 0; t < s.S; ++t) {
-            int32_t const* row = r.outIdx.data() + (static_cast<int64_t>(b) * s.S + t) * kIndexWidth;
-            if (t >= ctx) {
-                RC_ASSERT(std::all_of(row, row + kIndexWidth, [](int32_t v) { return v == -1; }));
-                continue;
-            }
-            int32_t const nVis = (t + 1) / 4;
-            int32_t const kSel = std::min(512, nVis);
-            int32_t const tail = (t + 1) % 4;
-            int32_t const n = 4 * kSel + tail;
-            std::vector<char> seen(static_cast<size_t>(t) + 1, 0);
-            for (int32_t i = 0; i < n; ++i) {
-                RC_ASSERT(row[i] >= 0);
-                RC_ASSERT(row[i] <= t);
-                RC_ASSERT(!seen[row[i]]); // distinct
-                seen[row[i]] = 1;
-            }
-            for (int32_t i = n; i < kIndexWidth; ++i) {
-                RC_ASSERT(row[i] == -1);
-            }
-            for (int32_t i = 0; i < kSel; ++i) {
-                RC_ASSERT(row[4 * i] % 4 == 0); // whole aligned blocks
-                for (int32_t j = 1; j < 4; ++j) {
-                    RC_ASSERT(row[4 * i + j] == row[4 * i] + j);
-                }
-            }
-            for (int32_t j = 0; j < tail; ++j) {
-                RC_ASSERT(row[4 * kSel + j] == 4 * nVis + j); // the causal tail is always present
-            }
-            if (nVis <= 512) {
-                RC_ASSERT(n == 4 * nVis + tail); // every visible block (the n entries are distinct)
-            }
-        }
-    }
-}
+// ---- padding is never read, not even by the stages (contract 7.3) ----------------------------------
 
 RC_GTEST_PROP(RefProperties, PoisonedPaddingChangesNothing, ()) {
     Shape const s = *genShape();
@@ -118,23 +81,26 @@ RC_GTEST_PROP(RefProperties, PoisonedPaddingChangesNothing, ()) {
     }
     PrefillResult const clean = runPrefill(c);
     // Poison every padded row (t >= ctx): NaN, Inf and random bits in q and k.
-    std::mt19937 rng(s.seed + 2);
+    test::Rng rng(s.seed + 2);
     uint16_t const poison[4] = {0x7E00, 0x7FFF, 0xFC00, 0xFFFF};
     for (int32_t b = 0; b < s.B; ++b) {
         for (int32_t t = clampS(s.ctx[b], s.S); t < s.S; ++t) {
             for (int e = 0; e < kQkWidth; ++e) {
                 c.indexQk[(static_cast<size_t>(b) * s.S + t) * kQkWidth + e] =
-                    rng() % 2 ? poison[rng() % 4] : static_cast<uint16_t>(rng());
+                    rng.next32() % 2 ? poison[rng.next32() % 4] : static_cast<uint16_t>(rng.next32());
             }
         }
     }
     PrefillResult const poisoned = runPrefill(c);
+    // outIdx and pool are Padding.PaddedRowsAllMinusOneAndPoisonIgnored's; the stage values are the reference's.
     RC_ASSERT(poisoned.outIdx == clean.outIdx);
     RC_ASSERT(poisoned.qNormed == clean.qNormed);
     RC_ASSERT(poisoned.kbar == clean.kbar);
     RC_ASSERT(sameBits(poisoned.logits, clean.logits));
     RC_ASSERT(poisoned.poolAfter == clean.poolAfter);
 }
+
+// ---- logits (contract section 4: relu, masked -FLT_MAX) --------------------------------------------
 
 RC_GTEST_PROP(RefProperties, VisibleLogitsAreNonNegativeNumbers, ()) {
     Shape const s = *genShape();
@@ -189,7 +155,7 @@ bool selectBefore(float a, float b) {
 }
 
 std::vector<float> tieHeavyLogits(uint32_t seed, int32_t n, bool k2Like) {
-    std::mt19937 rng(seed);
+    test::Rng rng(seed);
     float const k2Values[6] = {0.0f, 1.0f, 0.5f, 3.0f, std::numeric_limits<float>::infinity(), 1.0f};
     float const anyValues[10] = {0.0f,
                                  -0.0f,
@@ -203,7 +169,7 @@ std::vector<float> tieHeavyLogits(uint32_t seed, int32_t n, bool k2Like) {
                                  bitsFloat(0xFF800001u)};
     std::vector<float> v(n);
     for (auto& x : v) {
-        x = k2Like ? k2Values[rng() % 6] : anyValues[rng() % 10];
+        x = k2Like ? k2Values[rng.next32() % 6] : anyValues[rng.next32() % 10];
     }
     return v;
 }
@@ -214,9 +180,9 @@ RC_GTEST_PROP(RefProperties, SortRowsIsStdStableSortWithTheContractComparator, (
     uint32_t const seed = *rc::gen::arbitrary<uint32_t>();
     std::vector<float> keys = tieHeavyLogits(seed, numRows * numBlocks, false);
     std::vector<int32_t> values(keys.size());
-    std::mt19937 rng(seed);
+    test::Rng rng(seed);
     for (auto& v : values) {
-        v = static_cast<int32_t>(rng() % 1000);
+        v = static_cast<int32_t>(rng.next32() % 1000);
     }
     std::vector<float> keysOut(keys.size());
     std::vector<int32_t> valuesOut(keys.size());
@@ -265,58 +231,12 @@ RC_GTEST_PROP(RefProperties, SelectionsMatchStableSortUnderManyTies, ()) {
     RC_ASSERT(std::equal(want.begin(), want.end(), dsel.begin()));
 }
 
-// ---- pool hygiene (contract 3, 7.7) -------------------------------------------------------------------
+// ---- prefill/decode numerics (contract 7.6) ----------------------------------------------------------
+// The sets, tails and live cells of contract 7.6 are PrefillDecode.StepsMatchPrefillRows's; here the
+// reference's decode stages B1/B2 reproduce its prefill's K1a/K2 values bit for bit (the decode steps read
+// the kbar that the earlier steps wrote to the pool).
 
-// Element offset of the tail of (b, t, plane), or -1 where the contract drops the access; written apart
-// from pool.cc.
-int64_t contractCell(HostPool const& p, int32_t b, int32_t t, int plane) {
-    PoolDims const& d = p.dims;
-    if (t / 128 >= d.maxPagesPerSeq) {
-        return -1;
-    }
-    int32_t const page = p.pageTable[(static_cast<size_t>(b) * 2 + plane) * d.maxPagesPerSeq + t / 128];
-    bool const inPlane = plane == 0 ? (page >= 0 && page < d.numPages) : (page >= d.numPages && page < 2 * d.numPages);
-    if (!inPlane) {
-        return -1;
-    }
-    return ((static_cast<int64_t>(page) * 128 + t % 128) * d.numKVHeads) * d.poolHeadDim + d.headSize;
-}
-
-RC_GTEST_PROP(RefProperties, PrefillPoolWritesTouchOnlyTheContractsCells, ()) {
-    Shape const s = *genShape();
-    PrefillCase c = caseOf(s);
-    c.hasPool = true;
-    c.pool = test::randomPool(s.seed ^ 0x5555u, s.B, s.S, *rc::gen::arbitrary<bool>());
-    PrefillResult const r = runPrefill(c);
-    int32_t const mb = (s.S + 3) / 4;
-    std::vector<uint16_t> want = c.pool.data;
-    for (int32_t b = 0; b < s.B; ++b) {
-        int32_t const ctx = clampS(s.ctx[b], s.S);
-        for (int32_t g = 0; g < ctx / 4; ++g) { // V-tail of token 4g <- kbar of every valid block
-            int64_t const off = contractCell(c.pool, b, 4 * g, 1);
-            for (int d = 0; off >= 0 && d < 128; ++d) {
-                want[off + d] = r.kbar[(static_cast<size_t>(b) * mb + g) * 128 + d];
-            }
-        }
-        for (int32_t t = ctx - ctx % 4; t < ctx; ++t) { // K-tails of the trailing incomplete block: raw k
-            int64_t const off = contractCell(c.pool, b, t, 0);
-            for (int d = 0; off >= 0 && d < 128; ++d) {
-                want[off + d] = c.indexQk[(static_cast<size_t>(b) * s.S + t) * kQkWidth + 512 + d];
-            }
-        }
-    }
-    RC_ASSERT(r.poolAfter == want);
-    // The dense results do not depend on the pool.
-    c.hasPool = false;
-    PrefillResult const dense = runPrefill(c);
-    RC_ASSERT(dense.outIdx == r.outIdx);
-    RC_ASSERT(dense.kbar == r.kbar);
-    RC_ASSERT(dense.poolAfter.empty());
-}
-
-// ---- prefill/decode equivalence (contract 7.6) -------------------------------------------------------
-
-RC_GTEST_PROP(RefProperties, DecodeStepsEqualPrefillRows, ()) {
+RC_GTEST_PROP(RefProperties, DecodeStepsEqualPrefillNumerics, ()) {
     DType const dt = *rc::gen::element(DType::kHalf, DType::kBf16);
     int32_t const B = *rc::gen::inRange(1, 3);
     int32_t const n = *rc::gen::inRange(1, 10);
@@ -370,99 +290,18 @@ RC_GTEST_PROP(RefProperties, DecodeStepsEqualPrefillRows, ()) {
         for (int32_t b = 0; b < B; ++b) {
             int32_t const t = L[b] + k - 1;
             int64_t const row = static_cast<int64_t>(b) * full + t;
-            int32_t const nVis = (t + 1) / 4;
-            int32_t const kSel = std::min(512, nVis);
-            int32_t const* p = want.outIdx.data() + row * kIndexWidth;
-            int32_t const* q = got.outIdx.data() + static_cast<int64_t>(b) * kIndexWidth;
-            std::vector<int32_t> ps(p, p + 4 * kSel);
-            std::vector<int32_t> qs(q, q + 4 * kSel);
-            std::sort(ps.begin(), ps.end());
-            RC_ASSERT(ps == qs);                                                // same set; decode emits ascending ids
-            RC_ASSERT(std::equal(p + 4 * kSel, p + kIndexWidth, q + 4 * kSel)); // same tail, then -1
-            for (int32_t g = 0; g < nVis; ++g) {                                // and the same logits, bit for bit
+            for (int32_t g = 0; g < (t + 1) / 4; ++g) { // B2's logits are K2's, bit for bit
                 RC_ASSERT(floatBits(got.logits[static_cast<size_t>(b) * maxBlocks + g]) ==
                           floatBits(want.logits[row * mbFull + g]));
             }
-            for (int e = 0; e < 512; ++e) {
+            for (int e = 0; e < 512; ++e) { // B1's q is K1a's
                 RC_ASSERT(got.qNormed[b * 512 + e] == want.qNormed[row * 512 + e]);
             }
         }
     }
-    // Live cells equal the full prefill's: V-tails of complete blocks, K-tails of the trailing block.
-    for (int32_t b = 0; b < B; ++b) {
-        int32_t const ctx = L[b] + n;
-        for (int32_t g = 0; g < ctx / 4; ++g) {
-            int64_t const off = contractCell(ref.pool, b, 4 * g, 1);
-            RC_ASSERT(std::equal(pool.begin() + off, pool.begin() + off + 128, want.poolAfter.begin() + off));
-        }
-        for (int32_t t = ctx - ctx % 4; t < ctx; ++t) {
-            int64_t const off = contractCell(ref.pool, b, t, 0);
-            RC_ASSERT(std::equal(pool.begin() + off, pool.begin() + off + 128, want.poolAfter.begin() + off));
-        }
-    }
 }
 
-RC_GTEST_PROP(RefProperties, DecodePoolWritesTouchOnlyTheContractsCells, ()) {
-    Shape const s = *genShape();
-    // maxBlocks: uniform, or placed on either side of the floor boundary of a row j (contract section 5):
-    // ctx/4 == maxBlocks (valid, also when maxBlocks < ceilDiv(ctx, 4)) or ctx/4 == maxBlocks + 1 (invalid).
-    int32_t const j = *rc::gen::inRange(0, s.B);
-    int const where = *rc::gen::inRange(0, 3);
-    int32_t const edge = std::max(s.ctx[j], 0) / 4 - (where == 2 ? 1 : 0);
-    int32_t const maxBlocks = where == 0 || edge < 1 ? *rc::gen::inRange(1, (s.S + 3) / 4 + 3) : edge;
-    PrefillCase const src = caseOf(s);
-    DecodeCase d;
-    d.dtype = s.dt;
-    d.batchSize = s.B;
-    d.maxBlocks = maxBlocks;
-    d.cosSin = test::randomPrefill(s.seed, s.dt, 1, s.S + 2, {1}, ValueMode::kNormal).cosSin;
-    d.wQ = src.wQ;
-    d.wK = src.wK;
-    d.rmsEps = src.rmsEps;
-    d.pool = test::randomPool(s.seed + 3, s.B, s.S + 2, true);
-    d.indexQk.assign(src.indexQk.begin(), src.indexQk.begin() + static_cast<size_t>(s.B) * kQkWidth);
-    d.contextLengths = s.ctx; // ctx < 1 and ctx / 4 > maxBlocks are invalid rows
-    d.hasSplitCounters = *rc::gen::arbitrary<bool>();
-    d.splitCounters.assign(static_cast<size_t>(s.B) * d.pool.dims.numKVHeads, 9);
-    DecodeResult const r = runDecode(d);
-    std::vector<uint16_t> want = d.pool.data;
-    for (int32_t b = 0; b < s.B; ++b) {
-        int32_t const ctx = s.ctx[b];
-        bool const valid = ctx >= 1 && ctx / 4 <= maxBlocks;
-        RC_CLASSIFY(ctx >= 1 && ctx / 4 == maxBlocks && ctx % 4 != 0, "row with ctx/4 == maxBlocks < ceilDiv(ctx,4)");
-        RC_CLASSIFY(ctx / 4 == maxBlocks + 1, "row with ctx/4 == maxBlocks + 1");
-        int32_t const* row = r.outIdx.data() + static_cast<int64_t>(b) * kIndexWidth;
-        if (!valid) {
-            RC_ASSERT(std::all_of(row, row + kIndexWidth, [](int32_t v) { return v == -1; }));
-            RC_ASSERT(std::all_of(r.qNormed.begin() + b * 512, r.qNormed.begin() + (b + 1) * 512,
-                                  [](uint16_t v) { return v == 0; }));
-            continue;
-        }
-        int32_t const nVis = ctx / 4, kSel = std::min(512, nVis);
-        for (int32_t i = 0; i < ctx % 4; ++i) {
-            RC_ASSERT(row[4 * kSel + i] == 4 * nVis + i); // a valid row is normal: its tail is present
-        }
-        int32_t const t = ctx - 1;
-        if (ctx % 4 != 0) { // the new raw k to its K-tail
-            int64_t const off = contractCell(d.pool, b, t, 0);
-            for (int e = 0; off >= 0 && e < 128; ++e) {
-                want[off + e] = d.indexQk[static_cast<size_t>(b) * kQkWidth + 512 + e];
-            }
-        } else { // the completed block's kbar to the V-tail of token 4g; nothing else
-            int64_t const off = contractCell(d.pool, b, ctx - 4, 1);
-            int64_t const got = off;
-            for (int e = 0; off >= 0 && e < 128; ++e) {
-                want[off + e] = r.poolAfter[got + e];
-            }
-        }
-    }
-    RC_ASSERT(r.poolAfter == want);
-    if (d.hasSplitCounters) {
-        RC_ASSERT(r.splitCountersAfter == std::vector<int32_t>(d.splitCounters.size(), 0));
-    }
-}
-
-// ---- chunking, batch invariance, threads, FP environment (contract 7.4, 7.5) ------------------------
+// ---- chunking, threads, FP environment (contract 7.4, 7.5) -----------------------------------------
 
 RC_GTEST_PROP(RefProperties, PrefillEqualsLiteralStagesForAnyChunking, ()) {
     Shape const s = *genShape();
@@ -474,30 +313,6 @@ RC_GTEST_PROP(RefProperties, PrefillEqualsLiteralStagesForAnyChunking, ()) {
     RC_ASSERT(a.qNormed == b.qNormed);
     RC_ASSERT(a.kbar == b.kbar);
     RC_ASSERT(sameBits(a.logits, b.logits));
-}
-
-RC_GTEST_PROP(RefProperties, SequenceRowsIgnoreOtherSequencesAndLargerS, ()) {
-    Shape const s = *genShape();
-    PrefillCase const c = caseOf(s);
-    PrefillResult const all = runPrefill(c);
-    int32_t const b = *rc::gen::inRange(0, s.B);
-    int32_t const ctx = clampS(s.ctx[b], s.S);
-    int32_t const S2 = std::max(1, ctx) + *rc::gen::inRange(0, 9); // any S >= ctx
-    PrefillCase one = c;
-    one.batchSize = 1;
-    one.seqLen = S2;
-    one.contextLengths = {ctx};
-    one.indexQk.assign(static_cast<size_t>(S2) * kQkWidth, 0x7E00);
-    std::copy_n(c.indexQk.begin() + static_cast<size_t>(b) * s.S * kQkWidth,
-                static_cast<size_t>(std::min(S2, s.S)) * kQkWidth, one.indexQk.begin());
-    one.cosSin = test::randomPrefill(s.seed, s.dt, 1, std::max(S2, s.S), {1}, s.mode).cosSin;
-    std::copy(c.cosSin.begin(), c.cosSin.end(), one.cosSin.begin());
-    PrefillResult const alone = runPrefill(one);
-    for (int32_t t = 0; t < std::min(S2, s.S); ++t) {
-        RC_ASSERT(std::equal(alone.outIdx.begin() + static_cast<int64_t>(t) * kIndexWidth,
-                             alone.outIdx.begin() + static_cast<int64_t>(t + 1) * kIndexWidth,
-                             all.outIdx.begin() + (static_cast<int64_t>(b) * s.S + t) * kIndexWidth));
-    }
 }
 
 RC_GTEST_PROP(RefProperties, IndependentOfThreadCountAndCallerFpEnvironment, ()) {

@@ -1,37 +1,30 @@
 // Random case builders for the reference's property tests. The shape (B, S, ctx, dtype, value mode, pool
-// geometry) is drawn by the caller (RapidCheck); the bulk values come from a small splitmix generator (Rng) seeded by
-// it.
+// geometry) is drawn by the caller (RapidCheck); the bulk values come from testing/rng.h seeded by it.
 #pragma once
 
 #include "reference/numerics.h"
 #include "reference/qsaReference.h"
+#include "testing/rng.h"
 
 #include <algorithm>
-#include <random>
 #include <vector>
 
 namespace qsa {
 namespace ref {
 namespace test {
 
-// Small fast generator (splitmix64): the property tests spend their time in the reference, not in <random>.
-class Rng {
-public:
-    explicit Rng(uint64_t seed) : state_(seed) {}
-    uint32_t operator()() {
-        uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return static_cast<uint32_t>((z ^ (z >> 31)) >> 32);
-    }
-    // Uniform in [-1, 1).
-    float unit() { return static_cast<float>(static_cast<int32_t>((*this)())) * (1.0f / 2147483648.0f); }
-    // Roughly bell-shaped, spread over a few binades: a sum of two uniforms times 1, 2 or 4.
-    float spread() { return (unit() + unit()) * static_cast<float>(1u << ((*this)() % 3)); }
+// The bulk values come from testing/rng.h (portable: a seed gives the same case with any standard library).
+using Rng = testlib::Rng;
 
-private:
-    uint64_t state_;
-};
+// Uniform in [-1, 1).
+inline float unit(Rng& rng) {
+    return static_cast<float>(static_cast<int32_t>(rng.next32())) * (1.0f / 2147483648.0f);
+}
+// Roughly bell-shaped, spread over a few binades: a sum of two uniforms times 1, 2 or 4.
+inline float spread(Rng& rng) {
+    float const u = unit(rng) + unit(rng);
+    return u * static_cast<float>(1u << (rng.next32() % 3));
+}
 
 enum class ValueMode {
     kTies,    // values from {+1, -1, 0, +2}: many equal logits
@@ -43,16 +36,16 @@ inline uint16_t randomValue(DType dt, ValueMode mode, Rng& rng) {
     switch (mode) {
     case ValueMode::kTies: {
         static float const alphabet[4] = {1.0f, -1.0f, 0.0f, 2.0f};
-        return fromFloat(dt, alphabet[rng() % 4]);
+        return fromFloat(dt, alphabet[rng.next32() % 4]);
     }
     case ValueMode::kNormal:
-        return fromFloat(dt, rng.spread());
+        return fromFloat(dt, spread(rng));
     case ValueMode::kSpecial:
     default:
-        if (rng() % 50 == 0) {
-            return static_cast<uint16_t>(rng() & 0xFFFF);
+        if (rng.next32() % 50 == 0) {
+            return static_cast<uint16_t>(rng.next32() & 0xFFFF);
         }
-        return fromFloat(dt, rng.spread());
+        return fromFloat(dt, spread(rng));
     }
 }
 
@@ -70,16 +63,16 @@ inline PrefillCase randomPrefill(uint32_t seed, DType dt, int32_t batchSize, int
     }
     c.cosSin.resize(static_cast<size_t>(seqLen) * 64);
     for (auto& v : c.cosSin) {
-        v = mode == ValueMode::kTies ? static_cast<float>(static_cast<int>(rng() % 3) - 1) : rng.unit();
+        v = mode == ValueMode::kTies ? static_cast<float>(static_cast<int>(rng.next32() % 3) - 1) : unit(rng);
     }
     c.wQ.resize(128);
     c.wK.resize(128);
     for (int d = 0; d < 128; ++d) {
-        c.wQ[d] = mode == ValueMode::kTies ? 0 : fromFloat(dt, 0.1f * rng.unit());
-        c.wK[d] = mode == ValueMode::kTies ? 0 : fromFloat(dt, 0.1f * rng.unit());
+        c.wQ[d] = mode == ValueMode::kTies ? 0 : fromFloat(dt, 0.1f * unit(rng));
+        c.wK[d] = mode == ValueMode::kTies ? 0 : fromFloat(dt, 0.1f * unit(rng));
     }
     static float const eps[5] = {1e-6f, 0.0f, 1.0f, 1e-40f, 3.5f};
-    c.rmsEps = eps[rng() % 5];
+    c.rmsEps = eps[rng.next32() % 5];
     return c;
 }
 
@@ -90,22 +83,22 @@ inline HostPool randomPool(uint32_t seed, int32_t batchSize, int32_t maxTokens, 
     Rng rng(seed);
     HostPool p;
     int32_t const pagesNeeded = std::max(1, (maxTokens + 127) / 128);
-    p.dims.maxPagesPerSeq = pagesNeeded + static_cast<int32_t>(rng() % 2);
-    if (holes && pagesNeeded > 1 && rng() % 2) {
+    p.dims.maxPagesPerSeq = pagesNeeded + static_cast<int32_t>(rng.next32() % 2);
+    if (holes && pagesNeeded > 1 && rng.next32() % 2) {
         p.dims.maxPagesPerSeq = pagesNeeded - 1;
     }
-    p.dims.numPages = batchSize * p.dims.maxPagesPerSeq + static_cast<int32_t>(rng() % 3);
-    p.dims.numKVHeads = 1 + static_cast<int32_t>(rng() % 2);
-    p.dims.headSize = 1 + static_cast<int32_t>(rng() % 8);
-    p.dims.poolHeadDim = p.dims.headSize + 128 + static_cast<int32_t>(rng() % 3);
+    p.dims.numPages = batchSize * p.dims.maxPagesPerSeq + static_cast<int32_t>(rng.next32() % 3);
+    p.dims.numKVHeads = 1 + static_cast<int32_t>(rng.next32() % 2);
+    p.dims.headSize = 1 + static_cast<int32_t>(rng.next32() % 8);
+    p.dims.poolHeadDim = p.dims.headSize + 128 + static_cast<int32_t>(rng.next32() % 3);
     std::vector<int32_t> kIds(p.dims.numPages);
     for (int32_t i = 0; i < p.dims.numPages; ++i) {
         kIds[i] = i;
     }
-    std::mt19937 shuffler(seed);
-    std::shuffle(kIds.begin(), kIds.end(), shuffler);
+    Rng shuffler(seed ^ 0x5A5A5A5Au);
+    shuffler.shuffle(kIds.begin(), kIds.end());
     std::vector<int32_t> vIds = kIds;
-    std::shuffle(vIds.begin(), vIds.end(), shuffler);
+    shuffler.shuffle(vIds.begin(), vIds.end());
     p.pageTable.resize(static_cast<size_t>(batchSize) * 2 * p.dims.maxPagesPerSeq);
     size_t next = 0;
     for (int32_t b = 0; b < batchSize; ++b) {
@@ -114,7 +107,7 @@ inline HostPool randomPool(uint32_t seed, int32_t batchSize, int32_t maxTokens, 
             int32_t v = vIds[next] + p.dims.numPages;
             ++next;
             if (holes) {
-                switch (rng() % 6) {
+                switch (rng.next32() % 6) {
                 case 0:
                     k = -1;
                     break;
@@ -122,13 +115,13 @@ inline HostPool randomPool(uint32_t seed, int32_t batchSize, int32_t maxTokens, 
                     v = -1;
                     break;
                 case 2:
-                    k = p.dims.numPages + static_cast<int32_t>(rng() % 4);
+                    k = p.dims.numPages + static_cast<int32_t>(rng.next32() % 4);
                     break; // outside the K plane
                 case 3:
-                    v = static_cast<int32_t>(rng() % p.dims.numPages);
+                    v = static_cast<int32_t>(rng.next32() % p.dims.numPages);
                     break; // a K id in the V plane
                 case 4:
-                    v = 2 * p.dims.numPages + static_cast<int32_t>(rng() % 3);
+                    v = 2 * p.dims.numPages + static_cast<int32_t>(rng.next32() % 3);
                     break; // past the V plane
                 default:
                     break;
@@ -140,7 +133,7 @@ inline HostPool randomPool(uint32_t seed, int32_t batchSize, int32_t maxTokens, 
     }
     p.data.resize(static_cast<size_t>(2) * p.dims.numPages * 128 * p.dims.numKVHeads * p.dims.poolHeadDim);
     for (auto& v : p.data) {
-        v = static_cast<uint16_t>(rng() & 0xFFFF);
+        v = static_cast<uint16_t>(rng.next32() & 0xFFFF);
     }
     return p;
 }

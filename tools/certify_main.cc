@@ -303,33 +303,50 @@ struct GpuRun {
     std::map<std::string, json> suites;     // binary -> result
 };
 
-json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, GpuRun& run, Options const& o,
-                 Progress& progress) {
-    fs::path const outputs = run.dir / "outputs" / safeName(p.id);
-    fs::path const tmp = run.dir / "tmp" / safeName(p.id);
-    fs::path const log = run.dir / "logs" / (safeName(p.id) + ".log");
-    fs::path const gtestJson = run.dir / "logs" / (safeName(p.id) + ".json");
-    fs::create_directories(outputs);
-    fs::create_directories(tmp);
-    std::string const rc = rcParams(p.cases, p.seed);
+// The files of one gtest child under its GPU's run directory.
+struct ChildFiles {
+    fs::path outputs, tmp, log, gtestJson;
+};
+
+// Runs a gtest binary as one child on the run's GPU: CUDA_VISIBLE_DEVICES, RC_PARAMS = rc, the budget scale, its
+// own undeclared-outputs and temp directories (the temp one removed after), runfiles, its log and gtest JSON
+// under `tag`. Returns its result; `secs` gets its wall time.
+ChildResult runGtestChild(Layout const& l, GpuRun const& run, Options const& o, std::string const& tag,
+                          fs::path const& exe, std::vector<std::string> args, std::string const& rc, ChildFiles& f,
+                          double& secs) {
+    f = {run.dir / "outputs" / tag, run.dir / "tmp" / tag, run.dir / "logs" / (tag + ".log"),
+         run.dir / "logs" / (tag + ".json")};
+    fs::create_directories(f.outputs);
+    fs::create_directories(f.tmp);
     ChildSpec spec;
-    spec.exe = c.exe.string();
-    spec.args = {"--gtest_filter=" + p.id, "--gtest_output=json:" + gtestJson.string(), "--gtest_color=no"};
+    spec.exe = exe.string();
+    spec.args = std::move(args);
+    spec.args.push_back("--gtest_output=json:" + f.gtestJson.string());
+    spec.args.push_back("--gtest_color=no");
     spec.unset = kUnset;
     spec.env = {{"CUDA_VISIBLE_DEVICES", run.gpu.visibleId},
                 {"RC_PARAMS", rc},
                 {"QSA_BUDGET_SCALE", std::to_string(budgetScale(o.scale))},
-                {"TEST_UNDECLARED_OUTPUTS_DIR", outputs.string()},
-                {"TEST_TMPDIR", tmp.string()},
-                {"TMPDIR", tmp.string()}};
-    runfilesEnv(l, c.exe, spec);
-    spec.logPath = log.string();
+                {"TEST_UNDECLARED_OUTPUTS_DIR", f.outputs.string()},
+                {"TEST_TMPDIR", f.tmp.string()},
+                {"TMPDIR", f.tmp.string()}};
+    runfilesEnv(l, exe, spec);
+    spec.logPath = f.log.string();
     spec.timeoutSeconds = o.childTimeout;
     auto const t0 = Clock::now();
-    ChildResult const r = runChild(spec, [](std::string const&) {});
-    double const secs = secondsSince(t0);
+    ChildResult r = runChild(spec, [](std::string const&) {});
+    secs = secondsSince(t0);
     std::error_code ec;
-    fs::remove_all(tmp, ec);
+    fs::remove_all(f.tmp, ec);
+    return r;
+}
+
+json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, GpuRun& run, Options const& o,
+                 Progress& progress) {
+    std::string const rc = rcParams(p.cases, p.seed);
+    ChildFiles f;
+    double secs = 0;
+    ChildResult const r = runGtestChild(l, run, o, safeName(p.id), c.exe, {"--gtest_filter=" + p.id}, rc, f, secs);
 
     json res = {{"id", p.id},
                 {"seed", p.seed},
@@ -339,11 +356,11 @@ json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, 
                 {"budget_scale", budgetScale(o.scale)},
                 {"cases_planned", p.cases ? json(*p.cases) : json()},
                 {"seconds", secs},
-                {"log", log.string()},
+                {"log", f.log.string()},
                 {"exit", r.describe()},
-                {"fixtures", capturedFixtures(outputs)},
+                {"fixtures", capturedFixtures(f.outputs)},
                 {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")}};
-    GtestOutcome const g = parseGtestJson(readFile(gtestJson).value_or(""), p.id);
+    GtestOutcome const g = parseGtestJson(readFile(f.gtestJson).value_or(""), p.id);
     json failures = json::array();
     for (std::string const& f : g.failures) {
         failures.push_back(f.substr(0, 4000));
@@ -379,7 +396,7 @@ json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, 
                   pass ? "PASS" : "FAIL", p.id.c_str(),
                   ran.is_number_integer() ? std::to_string(ran.get<int64_t>()).c_str() : "dflt", secs,
                   p.info.level.c_str(), p.info.profile.c_str(),
-                  pass ? "" : ("  (" + r.describe() + ", log " + log.string() + ")").c_str());
+                  pass ? "" : ("  (" + r.describe() + ", log " + f.log.string() + ")").c_str());
     progress.event(line);
     return res;
 }
@@ -388,36 +405,13 @@ json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, 
 // replay's tests name their failed checks in QSA_CHECK_FAILED lines).
 json runSuite(Layout const& l, SuitePlan const& s, GpuRun& run, Options const& o, checks::Selection const& sel,
               Progress& progress) {
-    std::string const tag = safeName(s.rel);
-    fs::path const outputs = run.dir / "outputs" / tag;
-    fs::path const tmp = run.dir / "tmp" / tag;
-    fs::path const log = run.dir / "logs" / (tag + ".log");
-    fs::path const gtestJson = run.dir / "logs" / (tag + ".json");
-    fs::create_directories(outputs);
-    fs::create_directories(tmp);
-    ChildSpec spec;
-    spec.exe = s.exe.string();
-    spec.args = s.args;
-    spec.args.push_back("--gtest_output=json:" + gtestJson.string());
-    spec.args.push_back("--gtest_color=no");
-    spec.unset = kUnset;
-    spec.env = {{"CUDA_VISIBLE_DEVICES", run.gpu.visibleId},
-                {"RC_PARAMS", "seed=" + std::to_string(propertySeed(o.seed, s.rel))},
-                {"QSA_BUDGET_SCALE", std::to_string(budgetScale(o.scale))},
-                {"TEST_UNDECLARED_OUTPUTS_DIR", outputs.string()},
-                {"TEST_TMPDIR", tmp.string()},
-                {"TMPDIR", tmp.string()}};
-    runfilesEnv(l, s.exe, spec);
-    spec.logPath = log.string();
-    spec.timeoutSeconds = o.childTimeout;
-    auto const t0 = Clock::now();
-    ChildResult const r = runChild(spec, [](std::string const&) {});
-    double const secs = secondsSince(t0);
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
+    ChildFiles f;
+    double secs = 0;
+    ChildResult const r = runGtestChild(l, run, o, safeName(s.rel), s.exe, s.args,
+                                        "seed=" + std::to_string(propertySeed(o.seed, s.rel)), f, secs);
     json tests = json::array();
     int failed = 0;
-    for (GtestTest const& t : parseGtestJsonAll(readFile(gtestJson).value_or(""))) {
+    for (GtestTest const& t : parseGtestJsonAll(readFile(f.gtestJson).value_or(""))) {
         checks::CheckInfo const info = checks::lookup(t.id);
         std::string all;
         for (std::string const& f : t.failures) {
@@ -446,12 +440,12 @@ json runSuite(Layout const& l, SuitePlan const& s, GpuRun& run, Options const& o
     json res = {{"name", s.name},
                 {"binary", s.rel},
                 {"seconds", secs},
-                {"log", log.string()},
+                {"log", f.log.string()},
                 {"exit", r.describe()},
                 {"tests", tests},
                 {"not_judged_lines", linesStartingWith(r.output, "QSA_NOT_JUDGED ")},
                 {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")},
-                {"fixtures", capturedFixtures(outputs)}};
+                {"fixtures", capturedFixtures(f.outputs)}};
     if (tests.empty() || (!r.ok() && failed == 0)) {
         std::string const tail = r.output.size() > 2000 ? r.output.substr(r.output.size() - 2000) : r.output;
         res["error"] = "child " + r.describe() + (tests.empty() ? ", no test results" : "") + "; output tail:\n" + tail;
@@ -464,7 +458,8 @@ json runSuite(Layout const& l, SuitePlan const& s, GpuRun& run, Options const& o
     char line[512];
     std::snprintf(line, sizeof(line), "[gpu %d] %s %-52s %4zu tests %7.1f s%s", run.gpu.index,
                   failed == 0 && !res.contains("error") ? "PASS" : "FAIL", (s.name + " " + s.rel).c_str(), tests.size(),
-                  secs, failed ? ("  (" + std::to_string(failed) + " failed, log " + log.string() + ")").c_str() : "");
+                  secs,
+                  failed ? ("  (" + std::to_string(failed) + " failed, log " + f.log.string() + ")").c_str() : "");
     progress.event(line);
     return res;
 }
@@ -558,25 +553,9 @@ std::string selectedLevels(checks::Selection const& sel) {
     return l;
 }
 
-int realMain(int argc, char** argv) {
-    std::string const defaultOut =
-        (fs::path(envOr("BUILD_WORKING_DIRECTORY", fs::current_path().string())) / "certificate").string();
-    // --sanitizers=..., --no-sanitizers, --sanitize-jobs=N (tools/certify_sanitize.h), before the main parser.
-    sanitize::Options const sanitizeOpts = sanitize::takeArgs(argc, argv);
-    std::optional<Options> const parsed = parseArgs(argc, argv, defaultOut);
-    if (!parsed) {
-        return 0;
-    }
-    Options const o = *parsed;
-    // What is judged (contract section 8): QSA_LEVELS / QSA_PROFILE, passed on to every child.
-    checks::Selection const sel = checks::selectionFromEnv();
-    std::string const implLabel = qsa::api::kImplLabel;
-    bool const ownKernels =
-        implLabel.size() >= 21 && implLabel.compare(implLabel.size() - 21, 21, "//kernels:qsa_kernels") == 0;
-    Layout const layout = findLayout(argv[0], o.binDir);
-    fs::path const outDir = fs::absolute(o.outDir);
-
-    // GPUs and the SASS check (contract: the certified code is the compiled SASS, not a JIT of the PTX).
+// The GPUs to certify (--gpus; fakes in a CPU dry run) and the SASS check (contract: the certified code is the
+// compiled SASS, not a JIT of the PTX). 0, or certify's exit code.
+int selectGpus(Options const& o, std::string const& sass, std::vector<GpuInfo>& gpus) {
     std::vector<GpuInfo> all;
     if (o.cpuDryRun) {
         for (int i = 0; i < o.fakeGpus; ++i) {
@@ -592,7 +571,6 @@ int realMain(int argc, char** argv) {
     } else {
         all = queryGpus();
     }
-    std::vector<GpuInfo> gpus;
     for (GpuInfo g : all) {
         if (o.gpus.empty() || std::find(o.gpus.begin(), o.gpus.end(), g.index) != o.gpus.end()) {
             g.visibleId = childVisibleDevices(std::getenv("CUDA_VISIBLE_DEVICES"), g.index);
@@ -603,7 +581,6 @@ int realMain(int argc, char** argv) {
         std::fprintf(stderr, "certify: no GPU to certify (%zu visible, --gpus selects none)\n", all.size());
         return 2;
     }
-    std::string const sass = compiledSassArchs();
     bool refused = false;
     for (GpuInfo const& g : gpus) {
         SassDecision const d = sassFor(sass, g.major, g.minor);
@@ -620,9 +597,13 @@ int realMain(int argc, char** argv) {
                      "certificate).\n");
         return 3;
     }
+    return 0;
+}
 
-    // The plan: every property of every selected contract, with its budget and seed.
-    std::vector<ContractPlan> plan;
+// The plan: every property of every selected contract (listed by its binary on the first GPU), with its budget
+// and seed. 0, or certify's exit code.
+int planProperties(Options const& o, Layout const& layout, std::string const& visibleId, checks::Selection const& sel,
+                   std::vector<ContractPlan>& plan) {
     if (o.properties) {
         for (ContractSpec const& c : contracts()) {
             if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), c.number) == o.only.end()) {
@@ -639,7 +620,7 @@ int realMain(int argc, char** argv) {
             list.exe = cp.exe.string();
             list.args = {"--gtest_list_tests"};
             list.unset = kUnset;
-            list.env = {{"CUDA_VISIBLE_DEVICES", gpus[0].visibleId}};
+            list.env = {{"CUDA_VISIBLE_DEVICES", visibleId}};
             runfilesEnv(layout, cp.exe, list);
             list.timeoutSeconds = 120;
             ChildResult const r = runChild(list, [](std::string const&) {});
@@ -661,9 +642,14 @@ int realMain(int argc, char** argv) {
             plan.push_back(cp);
         }
     }
-    // Whole binaries: the fixture replay through //api:impl; this project's stage properties and kernel stage tests
-    // when //api:impl is //kernels:qsa_kernels (they test its launchers, not the public API).
-    std::vector<SuitePlan> suites;
+    return 0;
+}
+
+// Whole binaries: the fixture replay through //api:impl; this project's stage properties and kernel stage tests
+// when //api:impl is //kernels:qsa_kernels (they test its launchers, not the public API). Returns the line that
+// names the stage tests run, or why none.
+std::string planSuites(Options const& o, Layout const& layout, bool ownKernels, std::string const& implLabel,
+                       std::vector<SuitePlan>& suites) {
     if (o.replayFixtures) {
         suites.push_back({"fixture replay",
                           o.cpuDryRun ? "fixtures/replay_test" : "fixtures/replay_gpu_test",
@@ -700,6 +686,137 @@ int realMain(int argc, char** argv) {
     for (SuitePlan& s : suites) {
         s.exe = locate(layout, s.rel); // a missing binary is a FAIL of its suite, recorded below
     }
+    return stageLine;
+}
+
+// One GPU's part of the certificate: the device, its SASS decision, every property, suite and exhaustive result.
+json gpuCertificate(GpuRun& run, Options const& o, std::string const& sass, std::vector<ContractPlan> const& plan,
+                    std::vector<SuitePlan> const& suites, bool exhaustiveJudged, std::string const& stageLine) {
+    GpuInfo const& g = run.gpu;
+    SassDecision const d = sassFor(sass, g.major, g.minor);
+    json gj = {{"index", g.index},
+               {"cuda_visible_devices", g.visibleId},
+               {"name", g.name},
+               {"uuid", g.uuid},
+               {"pci_bus_id", g.pciBusId},
+               {"sm", std::to_string(g.major) + std::to_string(g.minor)},
+               {"compute_capability", std::to_string(g.major) + "." + std::to_string(g.minor)},
+               {"sm_count", g.smCount},
+               {"memory_bytes", g.totalMemBytes},
+               {"sass",
+                {{"carried", d.carried},
+                 {"exact", d.exact},
+                 {"cubin_arch", d.cubinArch},
+                 {"message", d.message},
+                 {"ptx_jit_allowed", o.allowPtxJit}}}};
+    if (o.properties) {
+        json cs = json::array();
+        for (ContractPlan const& c : plan) {
+            json props = json::array();
+            double secs = 0;
+            for (PropertyPlan const& p : c.properties) {
+                json const& r = run.properties[p.id];
+                secs += r.value("seconds", 0.0);
+                props.push_back(r);
+            }
+            cs.push_back({{"number", c.spec.number},
+                          {"name", c.spec.name},
+                          {"binary", c.rel},
+                          {"properties", props},
+                          {"seconds", secs}});
+        }
+        gj["contracts"] = cs;
+    }
+    if (o.exhaustive && exhaustiveJudged) {
+        gj["exhaustive"] = run.exhaustive;
+    } else if (o.exhaustive) {
+        gj["exhaustive"] = {{"verdict", "NOT_JUDGED"}};
+    }
+    json coverage = json::array();
+    for (auto const& [id, r] : run.properties) {
+        for (auto const& l : r.value("coverage", json::array())) {
+            coverage.push_back(l);
+        }
+    }
+    json sj = json::array();
+    for (SuitePlan const& s : suites) {
+        json const& r = run.suites[s.rel];
+        for (auto const& l : r.value("coverage", json::array())) {
+            coverage.push_back(l);
+        }
+        sj.push_back(r);
+    }
+    gj["suites"] = sj;
+    gj["coverage"] = coverage;
+    gj["stage_tests_line"] = stageLine;
+    return gj;
+}
+
+// A job not run (--time-limit reached): recorded as a failure (a certificate never passes on work it skipped).
+struct Job {
+    size_t gpu;
+    ContractPlan const* contract;
+    PropertyPlan const* property; // null (and suite null): the exhaustive checks
+    SuitePlan const* suite = nullptr;
+};
+
+void recordNotRun(Job const& job, GpuRun& run) {
+    json r = {{"verdict", "FAIL"}, {"error", "not run: --time-limit reached"}};
+    if (job.property != nullptr) {
+        PropertyPlan const& p = *job.property;
+        r = {{"id", p.id},
+             {"seed", p.seed},
+             {"rc_params", rcParams(p.cases, p.seed)},
+             {"cases_planned", p.cases ? json(*p.cases) : json()},
+             {"cases_run", 0},
+             {"verdict", "FAIL"},
+             {"seconds", 0.0},
+             {"exit", "not run"},
+             {"failures", json::array({"not run: --time-limit reached"})},
+             {"fixtures", json::array()}};
+    }
+    if (job.suite != nullptr) {
+        run.suites[job.suite->rel] = {{"name", job.suite->name},
+                                      {"binary", job.suite->rel},
+                                      {"tests", json::array()},
+                                      {"error", "not run: --time-limit reached"}};
+    } else if (job.property == nullptr) {
+        run.exhaustive = r;
+    } else {
+        run.properties[job.property->id] = r;
+    }
+}
+
+int realMain(int argc, char** argv) {
+    std::string const defaultOut =
+        (fs::path(envOr("BUILD_WORKING_DIRECTORY", fs::current_path().string())) / "certificate").string();
+    // --sanitizers=..., --no-sanitizers, --sanitize-jobs=N (tools/certify_sanitize.h), before the main parser.
+    sanitize::Options const sanitizeOpts = sanitize::takeArgs(argc, argv);
+    std::optional<Options> const parsed = parseArgs(argc, argv, defaultOut);
+    if (!parsed) {
+        return 0;
+    }
+    Options const o = *parsed;
+    // What is judged (contract section 8): QSA_LEVELS / QSA_PROFILE, passed on to every child.
+    checks::Selection const sel = checks::selectionFromEnv();
+    std::string const implLabel = qsa::api::kImplLabel;
+    bool const ownKernels =
+        implLabel.size() >= 21 && implLabel.compare(implLabel.size() - 21, 21, "//kernels:qsa_kernels") == 0;
+    Layout const layout = findLayout(argv[0], o.binDir);
+    fs::path const outDir = fs::absolute(o.outDir);
+
+    std::string const sass = compiledSassArchs();
+    std::vector<GpuInfo> gpus;
+    if (int const rc = selectGpus(o, sass, gpus)) {
+        return rc;
+    }
+
+    std::vector<ContractPlan> plan;
+    if (int const rc = planProperties(o, layout, gpus[0].visibleId, sel, plan)) {
+        return rc;
+    }
+    std::vector<SuitePlan> suites;
+    std::string const stageLine = planSuites(o, layout, ownKernels, implLabel, suites);
     unsigned const cores = std::max(1u, std::thread::hardware_concurrency());
     int const jobsPerGpu =
         o.jobsPerGpu > 0 ? o.jobsPerGpu : std::clamp(static_cast<int>(cores / (4 * gpus.size())), 1, 4);
@@ -764,12 +881,6 @@ int realMain(int argc, char** argv) {
     std::string const started = utcNow();
 
     // A queue of jobs per GPU, `jobsPerGpu` threads draining each: the exhaustive checks first, then properties.
-    struct Job {
-        size_t gpu;
-        ContractPlan const* contract;
-        PropertyPlan const* property; // null (and suite null): the exhaustive checks
-        SuitePlan const* suite = nullptr;
-    };
     bool const exhaustiveJudged = sel.judged(checks::lookup("Exhaustive.Primitives"));
     std::vector<std::deque<Job>> queues(gpus.size());
     for (size_t i = 0; i < gpus.size(); ++i) {
@@ -831,37 +942,13 @@ int realMain(int argc, char** argv) {
                     }
                     bool const late = o.timeLimitMinutes > 0 && secondsSince(progress.start) > o.timeLimitMinutes * 60;
                     if (late) {
-                        // Not run: recorded as a failure (a certificate never passes on work it skipped).
-                        json r = {{"verdict", "FAIL"}, {"error", "not run: --time-limit reached"}};
-                        if (job.property != nullptr) {
-                            PropertyPlan const& p = *job.property;
-                            r = {{"id", p.id},
-                                 {"seed", p.seed},
-                                 {"rc_params", rcParams(p.cases, p.seed)},
-                                 {"cases_planned", p.cases ? json(*p.cases) : json()},
-                                 {"cases_run", 0},
-                                 {"verdict", "FAIL"},
-                                 {"seconds", 0.0},
-                                 {"exit", "not run"},
-                                 {"failures", json::array({"not run: --time-limit reached"})},
-                                 {"fixtures", json::array()}};
-                        }
                         {
                             std::lock_guard<std::mutex> g(progress.m);
                             progress.s.jobsDone += 1;
                             progress.s.failures += 1;
                         }
                         std::lock_guard<std::mutex> g(resultsMutex);
-                        if (job.suite != nullptr) {
-                            runs[i].suites[job.suite->rel] = {{"name", job.suite->name},
-                                                              {"binary", job.suite->rel},
-                                                              {"tests", json::array()},
-                                                              {"error", "not run: --time-limit reached"}};
-                        } else if (job.property == nullptr) {
-                            runs[i].exhaustive = r;
-                        } else {
-                            runs[i].properties[job.property->id] = r;
-                        }
+                        recordNotRun(job, runs[i]);
                         continue;
                     }
                     if (job.suite != nullptr) {
@@ -929,64 +1016,7 @@ int realMain(int argc, char** argv) {
                       {"impl", implLabel}};
     cert["gpus"] = json::array();
     for (GpuRun& run : runs) {
-        GpuInfo const& g = run.gpu;
-        SassDecision const d = sassFor(sass, g.major, g.minor);
-        json gj = {{"index", g.index},
-                   {"cuda_visible_devices", g.visibleId},
-                   {"name", g.name},
-                   {"uuid", g.uuid},
-                   {"pci_bus_id", g.pciBusId},
-                   {"sm", std::to_string(g.major) + std::to_string(g.minor)},
-                   {"compute_capability", std::to_string(g.major) + "." + std::to_string(g.minor)},
-                   {"sm_count", g.smCount},
-                   {"memory_bytes", g.totalMemBytes},
-                   {"sass",
-                    {{"carried", d.carried},
-                     {"exact", d.exact},
-                     {"cubin_arch", d.cubinArch},
-                     {"message", d.message},
-                     {"ptx_jit_allowed", o.allowPtxJit}}}};
-        if (o.properties) {
-            json cs = json::array();
-            for (ContractPlan const& c : plan) {
-                json props = json::array();
-                double secs = 0;
-                for (PropertyPlan const& p : c.properties) {
-                    json const& r = run.properties[p.id];
-                    secs += r.value("seconds", 0.0);
-                    props.push_back(r);
-                }
-                cs.push_back({{"number", c.spec.number},
-                              {"name", c.spec.name},
-                              {"binary", c.rel},
-                              {"properties", props},
-                              {"seconds", secs}});
-            }
-            gj["contracts"] = cs;
-        }
-        if (o.exhaustive && exhaustiveJudged) {
-            gj["exhaustive"] = run.exhaustive;
-        } else if (o.exhaustive) {
-            gj["exhaustive"] = {{"verdict", "NOT_JUDGED"}};
-        }
-        json coverage = json::array();
-        for (auto const& [id, r] : run.properties) {
-            for (auto const& l : r.value("coverage", json::array())) {
-                coverage.push_back(l);
-            }
-        }
-        json sj = json::array();
-        for (SuitePlan const& s : suites) {
-            json const& r = run.suites[s.rel];
-            for (auto const& l : r.value("coverage", json::array())) {
-                coverage.push_back(l);
-            }
-            sj.push_back(r);
-        }
-        gj["suites"] = sj;
-        gj["coverage"] = coverage;
-        gj["stage_tests_line"] = stageLine;
-        cert["gpus"].push_back(gj);
+        cert["gpus"].push_back(gpuCertificate(run, o, sass, plan, suites, exhaustiveJudged, stageLine));
     }
     cert["times"] = {{"started_utc", started}, {"total_seconds", secondsSince(progress.start)}};
     computeVerdicts(cert);

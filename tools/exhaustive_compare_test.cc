@@ -1,5 +1,6 @@
 // CPU tests of the exhaustive checks' host side: simulated device results (the reference itself) match; a one-bit
-// planted error is found and named; NaN payload freedom applies to 1/sqrt and casts from T only.
+// planted error is found and named; NaN payload freedom applies to 1/sqrt and casts from T only; the independent
+// checker holds the reference against reference/independent.h (1/sqrt on positive finite floats only).
 #include "tools/exhaustive_compare.h"
 
 #include <gtest/gtest.h>
@@ -105,6 +106,52 @@ TEST(ExhaustiveCompare, WidenAllPatterns) {
     compareWiden(h.data(), b.data(), sh2, sb2);
     ASSERT_EQ(sb2.mismatches, 1u);
     EXPECT_EQ(sb2.examples[0].input, 0x3F80u);
+}
+
+TEST(ExhaustiveCompare, IndependentCheckerJudgesTheReference) {
+    for (uint32_t base : kBases) {
+        uint32_t const stride = 3;
+        uint32_t const n = 65536;
+        std::vector<uint32_t> rs(n);
+        std::vector<uint16_t> h(n), bf(n);
+        referenceFloatInputs(base, n, stride, 2, rs.data(), h.data(), bf.data());
+        for (uint32_t i = 0; i < n; ++i) {
+            ASSERT_EQ(h[i], referenceHalfBits(base + i * stride));
+        }
+        CheckStats a, b, d;
+        compareFloatInputs(base, n, rs.data(), h.data(), bf.data(), 2, a, b, d, Truth::kIndependent, stride);
+        EXPECT_EQ(b.inputs, n);
+        EXPECT_EQ(a.mismatches + b.mismatches + d.mismatches, 0u) << std::hex << base;
+        uint32_t inDomain = 0; // 1/sqrt's domain: positive finite floats
+        for (uint32_t i = 0; i < n; ++i) {
+            inDomain += base + i * stride > 0 && base + i * stride < 0x7F800000u ? 1 : 0;
+        }
+        EXPECT_EQ(a.inputs, inDomain) << std::hex << base;
+        bool const positiveFinite = inDomain == n;
+        if (positiveFinite) {
+            rs[9] ^= 1; // plant: the reference's 1/sqrt one ulp off
+            CheckStats a2, b2, d2;
+            compareFloatInputs(base, n, rs.data(), h.data(), bf.data(), 2, a2, b2, d2, Truth::kIndependent, stride);
+            ASSERT_EQ(a2.mismatches, 1u);
+            EXPECT_EQ(a2.examples[0].input, base + 9 * stride);
+        }
+    }
+    EXPECT_EQ(judgedFloatInputs(1, Truth::kIndependent, 1), 0x7F7FFFFFu);
+    EXPECT_EQ(judgedFloatInputs(2, Truth::kIndependent, 16), uint64_t{1} << 28);
+}
+
+TEST(ExhaustiveCompare, IndependentRoundTripOfAllPatterns) {
+    std::vector<uint32_t> h(65536), b(65536);
+    referenceRoundTrips(h.data(), b.data());
+    CheckStats sh, sb;
+    compareWiden(h.data(), b.data(), sh, sb, Truth::kIndependent);
+    EXPECT_EQ(sh.inputs + sb.inputs, 2 * 65536u);
+    EXPECT_EQ(sh.mismatches + sb.mismatches, 0u);
+    h[0x7E01] = 0x7E01; // plant: a NaN pattern kept instead of the canonical 0x7FFF
+    CheckStats sh2, sb2;
+    compareWiden(h.data(), b.data(), sh2, sb2, Truth::kIndependent);
+    ASSERT_EQ(sh2.mismatches, 1u);
+    EXPECT_EQ(sh2.examples[0].reference, 0x7FFFu);
 }
 
 } // namespace
