@@ -22,9 +22,9 @@ struct StageCase {
 
 // Writes 128 T values of a randomly chosen magnitude class into the indexer tail at (page, row).
 void fillTail(ref::HostPool& pool, int32_t page, int32_t row, ActSpec a, uint64_t seed) {
-    static constexpr Payload kinds[5] = {Payload::kNormal, Payload::kSubnormal, Payload::kHuge, Payload::kMixed,
-                                         Payload::kTiny};
-    a.payload = kinds[seed % 5];
+    static constexpr Payload kinds[6] = {Payload::kNormal, Payload::kSubnormal, Payload::kHuge,
+                                         Payload::kMixed,  Payload::kTiny,      Payload::kBits};
+    a.payload = kinds[seed % 6];
     a.ties = Ties::kNone;
     uint16_t row640[640];
     fillTokenRow(a, seed, int32_t(seed >> 8) & 0xFFFF, row640);

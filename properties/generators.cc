@@ -106,6 +106,13 @@ uint16_t payloadValue(ActSpec const& a, uint64_t r, int sign) {
         v = subnormalT(dt, r);
     } else if (p == Payload::kTiny) {
         v = tinyT(dt, r);
+    } else if (p == Payload::kBits) {
+        v = uint16_t(r >> 24);
+        int const shift = dt == DType::kHalf ? 10 : 7;
+        uint16_t const expMask = dt == DType::kHalf ? 0x1F : 0xFF;
+        if (((v >> shift) & expMask) == expMask)
+            v = uint16_t(v & ~(1u << shift)); // finite: the largest exponent becomes the one below
+
     } else if (p == Payload::kHuge) {
         v = hugeT(dt, r);
     } else {
@@ -130,6 +137,8 @@ char const* name(Payload p) {
         return "mixed";
     case Payload::kTiny:
         return "tiny";
+    case Payload::kBits:
+        return "bits";
     }
     return "?";
 }
@@ -474,11 +483,12 @@ rc::Gen<ActSpec> genActSpec(bool tieBias, bool allowPoison) {
     return rc::gen::exec([tieBias, allowPoison] {
         ActSpec a;
         a.dtype = *pick(DType::kHalf, DType::kBf16);
-        a.payload = *weighted<Payload>({{5, Payload::kNormal},
+        a.payload = *weighted<Payload>({{4, Payload::kNormal},
                                         {1, Payload::kSubnormal},
                                         {1, Payload::kHuge},
                                         {2, Payload::kMixed},
-                                        {1, Payload::kTiny}});
+                                        {2, Payload::kTiny},
+                                        {2, Payload::kBits}});
         uint32_t const tieWeight = tieBias ? 6 : 1;
         a.ties = *weighted<Ties>({{tieBias ? 2u : 6u, Ties::kNone},
                                   {tieWeight, Ties::kDupBlocks},

@@ -26,8 +26,10 @@ namespace prop {
 using ref::DType;
 
 // kTiny: bf16 magnitudes 2^-72..2^-56 (so s/128 of normRope is subnormal) or half's smallest subnormals,
-// with a tiny rmsEps (0, subnormal, the least normal).
-enum class Payload { kNormal, kSubnormal, kHuge, kMixed, kTiny };
+// with a tiny rmsEps (0, subnormal, the least normal). kBits: uniformly random finite T bit patterns, every
+// exponent at once, so that the FP32 sums of a block mean or of a sum of squares cancel and round
+// differently in any other order (the K1b/B1 summation-order bugs).
+enum class Payload { kNormal, kSubnormal, kHuge, kMixed, kTiny, kBits };
 // What makes logits tie: kDupBlocks repeats raw-k blocks (with an identity rope, so kbar rows repeat),
 // kNegativeDots makes every dot negative (relu yields runs of exact +0.0), kQuantized draws from 5 values,
 // kDeadGammaK sets every wK to -1 (kbar all zero, every logit +0.0).

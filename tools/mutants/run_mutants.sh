@@ -14,8 +14,11 @@
 #                                                    property binaries, the two pipeline test binaries
 #                                            props = the contract property binaries alone, the portable half
 #                                                    that reaches the implementation through the public API
-#                                                    only (which property, shrunk case); the stage property
-#                                                    binaries (own launchers) run in `full` only
+#                                                    only (which property, first failing case: shrinking
+#                                                    is off in this pass, RC_PARAMS noshrink=1, so a large
+#                                                    chunked counterexample is reported, not shrunk past the
+#                                                    binary's timeout); the stage property binaries (own
+#                                                    launchers) run in `full` only, which shrinks
 #   run_mutants.sh matrix LOG_DIR          re-print the kill matrix from LOG_DIR.
 #
 # Environment (run): JOBS (parallel passes, default 12), BIN_TIMEOUT (s per binary, default 100),
@@ -236,7 +239,8 @@ cmd_run() {
     printf '%s\n' "${jobs[@]}" | xargs -P "$JOBS" -L 1 bash -c '
         id=$0; pass=$1
         if [[ $pass == ctl ]]; then order=($2); pass=ctl-$(basename $2);
-        elif [[ $pass == full ]]; then order=($STAGE_LIST $PROPS_LIST $PIPE_LIST); else order=($PROPS_LIST); fi
+        elif [[ $pass == full ]]; then order=($STAGE_LIST $PROPS_LIST $PIPE_LIST);
+        else order=($PROPS_LIST); export RC_PARAMS="${RC_PARAMS:+$RC_PARAMS }noshrink=1"; fi
         run_pass "'"$bundle"'" "'"$logs"'" "$id" "$pass" "${order[@]}"'
     cmd_matrix "$logs" "$bundle/catalog.tsv"
 }
