@@ -66,13 +66,16 @@ uint16_t hugeT(DType dt, uint64_t r) {
     return uint16_t(sign | ((127 + 56 + uint32_t((r >> 8) % 72)) << 7) | ((r >> 16) & 0x7F));
 }
 
-// Tiny magnitudes: bf16 2^-72..2^-56 with a random mantissa (squares and their sum over 128 values then
-// land where s * (1/128) is subnormal), half's smallest subnormals (1..16 units of 2^-24).
-uint16_t tinyT(DType dt, uint64_t r) {
+// Tiny magnitudes: bf16 with a random mantissa and exponents in [top - 16, top], top in [-80, -56] per case,
+// so that in a share of the cases every square is an FP32 subnormal and the sum of squares s (and s/128)
+// keeps only a few significant bits: its rounding then depends on the order of the fma chain, and a
+// reordered chain changes normRope's output (the tiny-sum / tiny-rmsEps bugs); half's smallest subnormals
+// (1..16 units of 2^-24).
+uint16_t tinyT(DType dt, uint64_t r, int top) {
     uint16_t const sign = (r >> 40) & 1 ? 0x8000 : 0;
     if (dt == DType::kHalf)
         return uint16_t(sign | (1 + r % 16));
-    uint32_t const e = 127 - 72 + uint32_t((r >> 8) % 17);
+    uint32_t const e = uint32_t(127 + top - int((r >> 8) % 17));
     return uint16_t(sign | (e << 7) | ((r >> 16) & 0x7F));
 }
 
@@ -105,7 +108,7 @@ uint16_t payloadValue(ActSpec const& a, uint64_t r, int sign) {
     } else if (p == Payload::kSubnormal) {
         v = subnormalT(dt, r);
     } else if (p == Payload::kTiny) {
-        v = tinyT(dt, r);
+        v = tinyT(dt, r, -56 - int(a.seed % 25));
     } else if (p == Payload::kBits) {
         v = uint16_t(r >> 24);
         int const shift = dt == DType::kHalf ? 10 : 7;
