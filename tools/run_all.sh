@@ -177,16 +177,23 @@ sanitize_budget() { # tool binary-path
     # (2026-12-01); the skipped shapes run the same kernels as the kept ones, only larger.
     if [[ $tool == racecheck ]]; then
         case $name in
-        decode_pipeline_test) skip+=":*ManySteps*:*CudaGraph*" ;; # its kernels: decode_{prep,scores,select}_test
+        decode_pipeline_test) ;; # below: one small GPU case (its kernels: decode_{prep,scores,select}_test)
         prefill_pipeline_test) skip+=":*AroundBudget*:*ChunkBoundariesInsideSequences*:*DeterministicWhatever*" ;;
-        alignment_test) skip+=":*Bf16" ;;
+        alignment_test) skip+=":*Bf16:*PrefillHalf*" ;; # the decode B2 path that alignment selects (kVec)
         batch_invariance_test_gpu) skip+=":*ChunkBoundariesMoved*" ;;
+        determinism_test_gpu) skip+=":*TwoStreamsInFlight*" ;; # racecheck sees no cross-stream hazards
         differential_test_gpu) skip+=":*DecodeSelectsAmongManyBlocks*" ;;
         esac
     fi
     case $name in
     *_gpu) rc="max_success=1 max_size=30" ;;
     esac
+    # decode_pipeline_test under racecheck: every case ran past 150 s but the graph replay of half, which
+    # still launches B1, B2 and B3 (a host-only filter left compute-sanitizer nothing to attach to: rc 255).
+    if [[ $tool == racecheck && $name == decode_pipeline_test ]]; then
+        printf '%s\t%s\n' "$rc" "DecodeTest/half.CudaGraphReplayEqualsStream"
+        return
+    fi
     printf '%s\t-%s\n' "$rc" "$skip"
 }
 

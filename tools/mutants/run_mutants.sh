@@ -230,7 +230,10 @@ cmd_run() {
     # Job list: the control first, one job per binary (it must run everything: in parallel), then every
     # mutant's passes.
     local jobs=() id p
-    for b in "${STAGE_ORDER[@]}" "${STAGE_PROPS_ORDER[@]}" "${PROPS_ORDER[@]}" "${PIPELINE_ORDER[@]}"; do jobs+=("0 ctl $b"); done
+    # CONTROL_ONLY="bin ..." limits the control to those binaries (a re-run of a few mutants).
+    for b in "${STAGE_ORDER[@]}" "${STAGE_PROPS_ORDER[@]}" "${PROPS_ORDER[@]}" "${PIPELINE_ORDER[@]}"; do
+        [[ -z ${CONTROL_ONLY:-} || " $CONTROL_ONLY " == *" $b "* ]] && jobs+=("0 ctl $b")
+    done
     for id in "${ids[@]}"; do
         for p in "${passes[@]}"; do jobs+=("$id $p"); done
     done
