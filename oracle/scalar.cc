@@ -1,0 +1,114 @@
+// Section 4 step by step. See scalar.h.
+#include "oracle/scalar.h"
+
+#include <cmath>
+
+namespace qsa {
+namespace oracle {
+
+namespace {
+
+// The butterfly, inlined into the cloned logit() below.
+__attribute__((always_inline)) inline float butterfly(float const in[kLanes]) {
+    float p[kLanes];
+    for (int l = 0; l < kLanes; ++l)
+        p[l] = in[l];
+#pragma GCC unroll 5
+    for (int m = 16; m >= 1; m /= 2) {
+        // p[l] = p[l] + p[l ^ m] for all l simultaneously (every lane reads the values before this round),
+        // walked in pairs (l, l ^ m) = (base + j, base + j + m) so that the loops are contiguous.
+        float next[kLanes];
+#pragma GCC unroll 16
+        for (int base = 0; base < kLanes; base += 2 * m) {
+#pragma GCC unroll 16
+            for (int j = 0; j < m; ++j) {
+                int const lo = base + j, hi = base + j + m; // lo ^ m == hi
+                next[lo] = p[lo] + p[hi];
+                next[hi] = p[hi] + p[lo];
+            }
+        }
+        for (int l = 0; l < kLanes; ++l)
+            p[l] = next[l];
+    }
+    return p[0];
+}
+
+} // namespace
+
+float warpSum(float const in[kLanes]) {
+    return butterfly(in);
+}
+
+void normRope(Act a, float const x[kDim], float const w[kDim], float const* cosSinRow, float rmsEps,
+              uint16_t out[kDim]) {
+    // 1. partial[l] = +0.0; for i in 0..3: partial[l] = fma(x[4l+i], x[4l+i], partial[l]).
+    float partial[kLanes];
+    for (int l = 0; l < kLanes; ++l) {
+        partial[l] = 0.0f;
+        for (int i = 0; i < 4; ++i)
+            partial[l] = std::fma(x[4 * l + i], x[4 * l + i], partial[l]);
+    }
+    // 2. s = warpSum(partial); v = fma(s, 0.0078125f, rmsEps).
+    float const s = warpSum(partial);
+    float const v = std::fma(s, 0.0078125f, rmsEps);
+    // 3. inv = correctly rounded 1/sqrt(v).
+    float const inv = ref::rsqrtRn(v);
+    // 4. y[d] = (x[d] * inv) * (1.0f + w[d]): three roundings.
+    float y[kDim];
+    for (int d = 0; d < kDim; ++d) {
+        float const scaled = x[d] * inv;
+        float const gain = 1.0f + w[d];
+        y[d] = scaled * gain;
+    }
+    // 5. neox rope over [0, 64): o[i] = fma(y[i], c, -(y[i+32] * s)), o[i+32] = fma(y[i+32], c, y[i] * s).
+    float o[kDim];
+    for (int i = 0; i < 32; ++i) {
+        float const c = cosSinRow[i];
+        float const sn = cosSinRow[32 + i];
+        float const hiTimesSin = y[i + 32] * sn;
+        float const loTimesSin = y[i] * sn;
+        o[i] = std::fma(y[i], c, -hiTimesSin);
+        o[i + 32] = std::fma(y[i + 32], c, loTimesSin);
+    }
+    for (int d = 64; d < kDim; ++d)
+        o[d] = y[d];
+    // 6. Cast to T once, at the very end.
+    for (int d = 0; d < kDim; ++d)
+        out[d] = toT(a, o[d]);
+}
+
+// K2 dominates the oracle's time. On x86-64 a second copy of logit() is compiled for CPUs with FMA and AVX2
+// and chosen at load time: the same scalar source and the same roundings (fma is single-rounding either
+// way, -ffp-contract=off holds and nothing is reassociated), only std::fma becomes an instruction instead
+// of a libm call and the lane loops may use vector registers.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define QSA_ORACLE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define QSA_ORACLE_CLONES
+#endif
+
+QSA_ORACLE_CLONES float logit(float const q[kHeads * kDim], float const kbar[kDim]) {
+    float dot[kHeads];
+    for (int h = 0; h < kHeads; ++h) {
+        float const* qh = q + h * kDim;
+        // partial[l] = +0.0; for i in 0..3: partial[l] = fma(q[h][l + 32i], kbar[l + 32i], partial[l]),
+        // every lane l at once (each lane's chain keeps the order i = 0, 1, 2, 3).
+        float partial[kLanes];
+        for (int l = 0; l < kLanes; ++l)
+            partial[l] = 0.0f;
+        for (int i = 0; i < 4; ++i) {
+            for (int l = 0; l < kLanes; ++l)
+                partial[l] = std::fma(qh[l + 32 * i], kbar[l + 32 * i], partial[l]);
+        }
+        dot[h] = butterfly(partial);
+    }
+    // (((relu(dot0) + relu(dot1)) + relu(dot2)) + relu(dot3)) * 0x3DB504F3.
+    float acc = relu(dot[0]);
+    acc = acc + relu(dot[1]);
+    acc = acc + relu(dot[2]);
+    acc = acc + relu(dot[3]);
+    return acc * floatOf(0x3DB504F3u);
+}
+
+} // namespace oracle
+} // namespace qsa
