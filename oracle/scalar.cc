@@ -8,27 +8,35 @@ namespace oracle {
 
 namespace {
 
-// The butterfly, inlined into the cloned logit() below.
-__attribute__((always_inline)) inline float butterfly(float const in[kLanes]) {
+// The butterfly: for m in 16, 8, 4, 2, 1: p[l] = p[l] + p[l ^ m] for all l simultaneously; the answer is p[0].
+float butterfly(float const in[kLanes]) {
+    float p[kLanes];
+    for (int l = 0; l < kLanes; ++l)
+        p[l] = in[l];
+    for (int m = 16; m >= 1; m /= 2) {
+        float next[kLanes]; // every lane reads the values before this round
+        for (int l = 0; l < kLanes; ++l)
+            next[l] = p[l] + p[l ^ m];
+        for (int l = 0; l < kLanes; ++l)
+            p[l] = next[l];
+    }
+    return p[0];
+}
+
+// The same butterfly restricted to the additions that lane 0's answer depends on: p[0] after round m = 1
+// reads lanes 0 and 1 after round 2, which read lanes 0..3 after round 4, ..., lanes 0..15 after round 16.
+// So in round m only lanes l < m are needed, and each computes exactly its butterfly sum p[l] + p[l ^ m]
+// = p[l] + p[l + m] (same operands, same order, same rounding): bit-identical to butterfly(), 31 additions
+// instead of 160 (the oracle's hot loop; oracle_scalar_test compares the two).
+__attribute__((always_inline)) inline float butterflyLane0(float const in[kLanes]) {
     float p[kLanes];
     for (int l = 0; l < kLanes; ++l)
         p[l] = in[l];
 #pragma GCC unroll 5
     for (int m = 16; m >= 1; m /= 2) {
-        // p[l] = p[l] + p[l ^ m] for all l simultaneously (every lane reads the values before this round),
-        // walked in pairs (l, l ^ m) = (base + j, base + j + m) so that the loops are contiguous.
-        float next[kLanes];
 #pragma GCC unroll 16
-        for (int base = 0; base < kLanes; base += 2 * m) {
-#pragma GCC unroll 16
-            for (int j = 0; j < m; ++j) {
-                int const lo = base + j, hi = base + j + m; // lo ^ m == hi
-                next[lo] = p[lo] + p[hi];
-                next[hi] = p[hi] + p[lo];
-            }
-        }
-        for (int l = 0; l < kLanes; ++l)
-            p[l] = next[l];
+        for (int l = 0; l < m; ++l)
+            p[l] = p[l] + p[l + m]; // lane l < m reads lane l + m = l ^ m of the previous round
     }
     return p[0];
 }
@@ -100,7 +108,7 @@ QSA_ORACLE_CLONES float logit(float const q[kHeads * kDim], float const kbar[kDi
             for (int l = 0; l < kLanes; ++l)
                 partial[l] = std::fma(qh[l + 32 * i], kbar[l + 32 * i], partial[l]);
         }
-        dot[h] = butterfly(partial);
+        dot[h] = butterflyLane0(partial); // = warpSum(partial), see butterflyLane0
     }
     // (((relu(dot0) + relu(dot1)) + relu(dot2)) + relu(dot3)) * 0x3DB504F3.
     float acc = relu(dot[0]);
