@@ -2,6 +2,7 @@
 #include "oracle/scalar.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace qsa {
 namespace oracle {
@@ -27,19 +28,35 @@ float butterfly(float const in[kLanes]) {
 // reads lanes 0 and 1 after round 2, which read lanes 0..3 after round 4, ..., lanes 0..15 after round 16.
 // So in round m only lanes l < m are needed, and each computes exactly its butterfly sum p[l] + p[l ^ m]
 // = p[l] + p[l + m] (same operands, same order, same rounding): bit-identical to butterfly(), 31 additions
-// instead of 160 (the oracle's hot loop; oracle_scalar_test compares the two).
+// instead of 160 (the oracle's hot loop; scalar_test compares the two). With GCC/Clang vector types the
+// rounds of 16 and 8 lanes are element-wise vector additions (each element one IEEE addition, as written).
+#if defined(__GNUC__)
+typedef float Lanes8 __attribute__((vector_size(32)));
+typedef float Lanes4 __attribute__((vector_size(16)));
 __attribute__((always_inline)) inline float butterflyLane0(float const in[kLanes]) {
+    Lanes8 p0, p1, p2, p3; // lanes 0..7, 8..15, 16..23, 24..31
+    std::memcpy(&p0, in + 0, sizeof p0);
+    std::memcpy(&p1, in + 8, sizeof p1);
+    std::memcpy(&p2, in + 16, sizeof p2);
+    std::memcpy(&p3, in + 24, sizeof p3);
+    Lanes8 const lo16 = p0 + p2, hi16 = p1 + p3; // m = 16: lanes 0..7 and 8..15, p[l] + p[l + 16]
+    Lanes8 const r8 = lo16 + hi16;                // m = 8: lanes 0..7, p[l] + p[l + 8]
+    Lanes4 const r4 = Lanes4{r8[0], r8[1], r8[2], r8[3]} + Lanes4{r8[4], r8[5], r8[6], r8[7]}; // m = 4
+    float const r2lo = r4[0] + r4[2], r2hi = r4[1] + r4[3]; // m = 2: lanes 0, 1
+    return r2lo + r2hi;                                     // m = 1: lane 0
+}
+#else
+inline float butterflyLane0(float const in[kLanes]) {
     float p[kLanes];
     for (int l = 0; l < kLanes; ++l)
         p[l] = in[l];
-#pragma GCC unroll 5
     for (int m = 16; m >= 1; m /= 2) {
-#pragma GCC unroll 16
         for (int l = 0; l < m; ++l)
             p[l] = p[l] + p[l + m]; // lane l < m reads lane l + m = l ^ m of the previous round
     }
     return p[0];
 }
+#endif
 
 } // namespace
 
