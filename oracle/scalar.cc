@@ -40,10 +40,10 @@ __attribute__((always_inline)) inline float butterflyLane0(float const in[kLanes
     std::memcpy(&p2, in + 16, sizeof p2);
     std::memcpy(&p3, in + 24, sizeof p3);
     Lanes8 const lo16 = p0 + p2, hi16 = p1 + p3; // m = 16: lanes 0..7 and 8..15, p[l] + p[l + 16]
-    Lanes8 const r8 = lo16 + hi16;                // m = 8: lanes 0..7, p[l] + p[l + 8]
+    Lanes8 const r8 = lo16 + hi16;               // m = 8: lanes 0..7, p[l] + p[l + 8]
     Lanes4 const r4 = Lanes4{r8[0], r8[1], r8[2], r8[3]} + Lanes4{r8[4], r8[5], r8[6], r8[7]}; // m = 4
-    float const r2lo = r4[0] + r4[2], r2hi = r4[1] + r4[3]; // m = 2: lanes 0, 1
-    return r2lo + r2hi;                                     // m = 1: lane 0
+    float const r2lo = r4[0] + r4[2], r2hi = r4[1] + r4[3];                                    // m = 2: lanes 0, 1
+    return r2lo + r2hi;                                                                        // m = 1: lane 0
 }
 #else
 inline float butterflyLane0(float const in[kLanes]) {
