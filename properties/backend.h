@@ -1,5 +1,5 @@
 // Memory and stream backend of the harness (harness.cc): device memory for the GPU implementation
-// (harness_gpu.cc) or host memory for the reference implementation (harness_host.cc). Exactly one is linked.
+// (harness_gpu.cc) or host memory for the host implementation, //oracle (harness_host.cc). Exactly one is linked.
 #pragma once
 
 #include <cuda_runtime.h>

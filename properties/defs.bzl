@@ -1,9 +1,11 @@
-"""qsa_property_test: one property source, two test binaries.
+"""qsa_property_test: one property source, two test binaries (and a library the plant tests link too).
 
-<name>      CPU variant: the harness over host memory and the reference implementation of the API
-            (reference_impl.cc); runs in CI without a GPU.
-<name>_gpu  GPU variant (tags ["gpu"], exec_properties for a remote GPU pool): the harness over device memory
-            and whatever //api:impl points at (default //kernels:qsa_kernels).
+<name>_lib  the compiled property source (testonly, alwayslink): compiled once, linked by both variants and by
+            //oracle's plant tests (oracle/plant_tests.bzl).
+<name>      CPU variant: the harness over host memory and the literal oracle (//oracle) as the
+            implementation of the API; runs in CI without a GPU.
+<name>_gpu  GPU variant (tags ["gpu"], exec_properties for a remote GPU pool): the harness over device memory and
+            whatever //api:impl points at (default //kernels:qsa_kernels).
 
 Both are sharded: gtest splits the properties over the shards; each runs its whole budget with its shard's own RapidCheck seed
 (properties/prop.cc, README "Sharding and remote GPU pools").
@@ -14,10 +16,10 @@ load("//bazel:remote.bzl", _GPU_EXEC_PROPERTIES = "GPU_EXEC_PROPERTIES")
 GPU_EXEC_PROPERTIES = _GPU_EXEC_PROPERTIES
 
 def qsa_property_test(name, srcs, shard_count = 2, gpu_shard_count = 2, size = "medium", cpu = True, gpu = True):
-    """Declares the CPU variant `name` and the GPU variant `name_gpu` of one property source.
+    """Declares `name_lib`, the CPU variant `name` and the GPU variant `name_gpu` of one property source.
 
     Args:
-      name: the CPU test's name; the GPU test is name + "_gpu".
+      name: the CPU test's name; the GPU test is name + "_gpu", the library name + "_lib".
       srcs: the property sources.
       shard_count: shards of the CPU variant.
       gpu_shard_count: shards of the GPU variant.
@@ -25,24 +27,37 @@ def qsa_property_test(name, srcs, shard_count = 2, gpu_shard_count = 2, size = "
       cpu: whether to declare the CPU variant.
       gpu: whether to declare the GPU variant.
     """
+    native.cc_library(
+        name = name + "_lib",
+        testonly = True,
+        srcs = srcs,
+        deps = [
+            ":prop_lib",
+            "@gtest",
+            "@rapidcheck//:rapidcheck_gtest",
+        ],
+        alwayslink = True,  # the TESTs register themselves from static initializers
+    )
+
+    # Link order: the property code (which needs the harness) first, the backend and implementation last.
     common = [
-        ":prop_lib",
+        ":" + name + "_lib",
         "@gtest//:gtest_main",
-        "@rapidcheck//:rapidcheck_gtest",
     ]
     if cpu:
         native.cc_test(
             name = name,
-            srcs = srcs,
             size = size,
             linkstatic = True,
             shard_count = shard_count,
-            deps = common + [":harness_host"],
+            deps = common + [
+                ":harness_host",
+                "//oracle",
+            ],
         )
     if gpu:
         native.cc_test(
             name = name + "_gpu",
-            srcs = srcs,
             size = size,
             linkstatic = True,
             shard_count = gpu_shard_count,

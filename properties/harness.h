@@ -1,7 +1,7 @@
 // The one door through which every property reaches the implementation under test: the public API of
 // contract section 2 (kernels/qsaIndexerRunner.h), nothing else. Two backends are linked in by choice
 // (properties/BUILD): harness_gpu.cc (device buffers, streams, the implementation behind
-// //api:impl) and harness_host.cc (host buffers, the reference pipeline of reference_impl.cc).
+// //api:impl) and harness_host.cc (host buffers, the literal oracle of //oracle).
 // The same property sources are compiled against either.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Host backend of the harness: plain host memory and fake stream handles, for the reference
-// implementation of the API (reference_impl.cc) that CI runs without a GPU. No cudart is linked.
+// implementation of the API (//oracle, or a planted copy of it) that CI runs without a GPU. No cudart is linked.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -37,7 +37,7 @@ void download(void* dst, void const* src, size_t bytes) {
         std::memcpy(dst, src, bytes);
 }
 
-// The reference implementation runs synchronously; distinct non-null handles stand for streams 1 and 2.
+// The host implementation runs synchronously; distinct non-null handles stand for streams 1 and 2.
 cudaStream_t stream(int which) {
     return reinterpret_cast<cudaStream_t>(static_cast<uintptr_t>(which));
 }

@@ -1,0 +1,34 @@
+// Planted bugs of the oracle: each one a deliberate contract violation, compiled in only with
+// -DQSA_PLANT=n (all off by default: QSA_PLANT is 0 in //oracle:oracle, the CPU implementation under test
+// of every property). oracle/plant_tests.bzl builds one more copy of the oracle per plant and a test that
+// passes only when the named property FAILS with the expected message, so CI keeps the evidence that each
+// property can fail. The plant sites are marked "Plant n" in the sources.
+//   1 differential     K2 rounds positive finite logits of odd blocks one ulp lower
+//   2 layout           rows with (t + 1) % 4 == 3 get the future token t + 1 as a 4th tail entry
+//   3 padding          padded prefill rows are left unwritten
+//   4 determinism      K2 leaves invisible entries unwritten (the sort reads what the workspace held)
+//   5 batch invariance K4 treats rows t >= ctx[0] of every later sequence as padding
+//   6 prefill/decode   a completing decode step compresses K-tail row 4g + 1 in place of 4g
+//   7 pool hygiene     the raw-k tail scatter also writes head numKVHeads - 1
+//   8 workspace        workspace alignment checked modulo 64
+//   9 differential     K4 of every chunk after the first expands one row early (chunk row offset)
+//  10 differential     decode B1: the q rope at pos = ctx instead of ctx - 1 (rows below the batch's max ctx)
+//  11 differential     decode B2: the four head terms summed in the order 3, 2, 1, 0
+//  12 differential     K1a: padded qNormed rows left unwritten instead of exact zeros
+//  13 differential     K1b: kbar of invalid blocks left unwritten instead of exact zeros
+//  14 pool hygiene     the raw-k tail scatter checks K ids against the lower bound only (kernel mutant 36)
+// (10-13 change no outIdx and no pool cell: only the workspace read-back of section 6 sees them.)
+#pragma once
+
+#ifndef QSA_PLANT
+#define QSA_PLANT 0
+#endif
+
+namespace qsa {
+namespace oracle {
+
+constexpr int kPlant = QSA_PLANT;
+static_assert(kPlant >= 0 && kPlant <= 14, "QSA_PLANT: 0 (none) or a plant of oracle/plants.h");
+
+} // namespace oracle
+} // namespace qsa
