@@ -2,8 +2,8 @@
 //     if (QSA_MUTANT(n)) { ...mutated... } else { ...original... }
 // In the production build (no -DQSA_MUTANTS, the default of //kernels:enable_mutants) QSA_MUTANT(n) is the
 // constant `false` and QSA_MUTANT_SYNC() is empty: the compiler drops every mutated branch and the
-// generated code is that of the original lines (tools/mutants/check_hooks.sh, //tools/mutants:catalog_test).
-// Built with --//kernels:enable_mutants=true (-DQSA_MUTANTS), the active mutant is the integer in the
+// generated code is that of the original lines (//tools/mutants:catalog_test; tools/mutants/README.md records the SASS
+// comparison). Built with --//kernels:enable_mutants=true (-DQSA_MUTANTS), the active mutant is the integer in the
 // environment variable QSA_MUTANT (0 or unset: none), read once on the host. Device code sees it through a
 // per-translation-unit __constant__ int that QSA_MUTANT_SYNC() (first line of each host launcher of a TU
 // with device hooks) copies once per device; the copy runs on a private non-blocking stream with the

@@ -48,7 +48,8 @@ void b1Prep(DecodeIo const& io, DecodeSlots const& ws) {
             float x[kDim];
             for (int d = 0; d < kDim; ++d)
                 x[d] = fromT(io.act, qkRow(io, b)[kDim * h + d]);
-            normRope(io.act, x, wq, io.cosSin + qPos * kCosSinWidth, io.rmsEps, q + h * kDim);
+            // Plant 15: the q sum of squares' fma chain run from x[4l+3] (kernel mutant 31).
+            normRope(io.act, x, wq, io.cosSin + qPos * kCosSinWidth, io.rmsEps, q + h * kDim, kPlant == 15);
         }
         uint16_t const* newK = qkRow(io, b) + kRawKCol;
         if (ctx % 4 != 0) {

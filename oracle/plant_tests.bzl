@@ -57,6 +57,8 @@ PLANTS = [
         "a cell outside the contract",
         "the pool guard region AFTER the pool",
     ]),
+    struct(plant = 15, binary = "decode_stages_test", filter = "DecodeStages.B1QPrepMatchesReference", expect = ["B1 qNormed row b="]),
+    struct(plant = 16, binary = "differential_test", filter = "Differential.PrefillMatchesReference", expect = ["K1b (workspace slot kbar, contract section 6) differs from the reference"]),
 ]
 
 def plant_tests(name = "plant_tests"):

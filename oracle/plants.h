@@ -17,6 +17,8 @@
 //  12 differential     K1a: padded qNormed rows left unwritten instead of exact zeros
 //  13 differential     K1b: kbar of invalid blocks left unwritten instead of exact zeros
 //  14 pool hygiene     the raw-k tail scatter checks K ids against the lower bound only (kernel mutant 36)
+//  15 decode stages    B1: the q sum of squares' fma chain over x[4l+3] .. x[4l] (kernel mutant 31)
+//  16 differential     K1b: the block sum as (k0 + k1) + (k2 + k3) (kernel mutant 8)
 // (10-13 change no outIdx and no pool cell: only the workspace read-back of section 6 sees them.)
 #pragma once
 
@@ -28,7 +30,7 @@ namespace qsa {
 namespace oracle {
 
 constexpr int kPlant = QSA_PLANT;
-static_assert(kPlant >= 0 && kPlant <= 14, "QSA_PLANT: 0 (none) or a plant of oracle/plants.h");
+static_assert(kPlant >= 0 && kPlant <= 16, "QSA_PLANT: 0 (none) or a plant of oracle/plants.h");
 
 } // namespace oracle
 } // namespace qsa

@@ -74,7 +74,9 @@ void k1bCompress(PrefillIo const& io, PrefillSlots const& ws) {
                 float const k1 = fromT(io.act, qkRow(io, b, 4 * g + 1)[kRawKCol + d]);
                 float const k2 = fromT(io.act, qkRow(io, b, 4 * g + 2)[kRawKCol + d]);
                 float const k3 = fromT(io.act, qkRow(io, b, 4 * g + 3)[kRawKCol + d]);
-                float const sum = ((k0 + k1) + k2) + k3;
+                float sum = ((k0 + k1) + k2) + k3;
+                if (kPlant == 16) // Plant 16: the block sum pairwise (kernel mutant 8)
+                    sum = (k0 + k1) + (k2 + k3);
                 m[d] = fromT(io.act, toT(io.act, sum * 0.25f)); // the cast to T is part of the contract
             }
             normRope(io.act, m, w, io.cosSin + 4 * g * kCosSinWidth, io.rmsEps, kbar);

@@ -64,14 +64,16 @@ float warpSum(float const in[kLanes]) {
     return butterfly(in);
 }
 
-void normRope(Act a, float const x[kDim], float const w[kDim], float const* cosSinRow, float rmsEps,
-              uint16_t out[kDim]) {
+void normRope(Act a, float const x[kDim], float const w[kDim], float const* cosSinRow, float rmsEps, uint16_t out[kDim],
+              bool reversedSumSq) {
     // 1. partial[l] = +0.0; for i in 0..3: partial[l] = fma(x[4l+i], x[4l+i], partial[l]).
     float partial[kLanes];
     for (int l = 0; l < kLanes; ++l) {
         partial[l] = 0.0f;
-        for (int i = 0; i < 4; ++i)
-            partial[l] = std::fma(x[4 * l + i], x[4 * l + i], partial[l]);
+        for (int i = 0; i < 4; ++i) {
+            int const d = reversedSumSq ? 4 * l + 3 - i : 4 * l + i;
+            partial[l] = std::fma(x[d], x[d], partial[l]);
+        }
     }
     // 2. s = warpSum(partial); v = fma(s, 0.0078125f, rmsEps).
     float const s = warpSum(partial);

@@ -69,8 +69,9 @@ inline float relu(float x) {
 }
 
 // normRope(x, w, pos) steps 1-6; cosSinRow = cosSin + pos * 64; w is the raw gamma (as float); out is T.
-void normRope(Act a, float const x[kDim], float const w[kDim], float const* cosSinRow, float rmsEps,
-              uint16_t out[kDim]);
+// reversedSumSq: plant 15 only (the sum of squares' fma chain over x[4l+3] .. x[4l]); false everywhere else.
+void normRope(Act a, float const x[kDim], float const w[kDim], float const* cosSinRow, float rmsEps, uint16_t out[kDim],
+              bool reversedSumSq = false);
 
 // K2 / B2 logit of one (query row, block): per head the lane fma chains and warpSum, relu, the sum in
 // head order, times 0x3DB504F3. q is [4][128], kbar [128], both the T values read back as float.

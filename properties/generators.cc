@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "properties/harness.h"
+#include "reference/numerics.h"
 
 namespace qsa {
 namespace prop {
@@ -142,6 +143,8 @@ char const* name(Payload p) {
         return "tiny";
     case Payload::kBits:
         return "bits";
+    case Payload::kCancel:
+        return "cancel";
     }
     return "?";
 }
@@ -197,12 +200,27 @@ uint64_t sequenceSeed(ActSpec const& a, int32_t b) {
     return mix(a.seed + uint64_t(b) * 0x1000193);
 }
 
+// kCancel's base vector: value d of the 128 (normal payload, the sign left to the caller).
+uint16_t cancelBase(ActSpec const& a, int d, int sign) {
+    ActSpec n = a;
+    n.payload = Payload::kNormal;
+    return payloadValue(n, mix(mix(a.seed ^ 0xCA4Cull) + uint64_t(d)), sign);
+}
+
 void fillTokenRow(ActSpec const& a, uint64_t seqSeed, int32_t t, uint16_t* row) {
     int const qSign = a.ties == Ties::kNegativeDots ? 1 : 0;
     int const kSign = a.ties == Ties::kNegativeDots ? -1 : 0;
     uint64_t const qs = mix(seqSeed ^ (uint64_t(t) << 20) ^ 0x51);
     for (int i = 0; i < 512; ++i)
         row[i] = payloadValue(a, mix(qs + i), qSign);
+    if (a.payload == Payload::kCancel) { // each head a permutation d -> (d * stride + offset) mod 128 of the base
+        for (int h = 0; h < 4; ++h) {
+            uint64_t const r = mix(qs ^ (uint64_t(h) << 8) ^ 0xC7);
+            int const stride = 2 * int(r % 64) + 1, offset = int((r >> 8) % 128);
+            for (int d = 0; d < 128; ++d)
+                row[128 * h + d] = cancelBase(a, (d * stride + offset) % 128, qSign);
+        }
+    }
     // kDupBlocks: the 4-token block of t is one of distinctBlocks templates (same for all sequences).
     uint64_t const ks = a.ties == Ties::kDupBlocks
                             ? mix(a.seed ^ (uint64_t((t / 4) % std::max(1, a.distinctBlocks)) << 8) ^ uint64_t(t % 4))
@@ -491,7 +509,8 @@ rc::Gen<ActSpec> genActSpec(bool tieBias, bool allowPoison) {
                                         {1, Payload::kHuge},
                                         {2, Payload::kMixed},
                                         {2, Payload::kTiny},
-                                        {2, Payload::kBits}});
+                                        {2, Payload::kBits},
+                                        {2, Payload::kCancel}});
         uint32_t const tieWeight = tieBias ? 6 : 1;
         a.ties = *weighted<Ties>({{tieBias ? 2u : 6u, Ties::kNone},
                                   {tieWeight, Ties::kDupBlocks},
@@ -513,6 +532,16 @@ rc::Gen<ActSpec> genActSpec(bool tieBias, bool allowPoison) {
                 {{8, 0x358637BDu}, {1, 0u}, {1, 0x3727C5ACu}, {1, 0x3F800000u}, {1, 0xB58637BDu}, {1, 1u}});
         }
         a.seed = *rc::gen::arbitrary<uint32_t>();
+        if (a.payload == Payload::kCancel) {
+            double s0 = 0.0; // the sum of squares every q head shares (in double: exact for these magnitudes)
+            for (int d = 0; d < 128; ++d) {
+                uint16_t const v = cancelBase(a, d, 0);
+                float const x = a.dtype == DType::kHalf ? ref::halfToFloat(v) : ref::bf16ToFloat(v);
+                s0 += double(x) * double(x);
+            }
+            float const eps = -float(s0 / 128.0 * (1.0 - 1.0 / 256.0));
+            std::memcpy(&a.epsBits, &eps, 4);
+        }
         return a;
     });
 }

@@ -28,8 +28,12 @@ using ref::DType;
 // kTiny: bf16 magnitudes 2^-72..2^-56 (so s/128 of normRope is subnormal) or half's smallest subnormals,
 // with a tiny rmsEps (0, subnormal, the least normal). kBits: uniformly random finite T bit patterns, every
 // exponent at once, so that the FP32 sums of a block mean or of a sum of squares cancel and round
-// differently in any other order (the K1b/B1 summation-order bugs).
-enum class Payload { kNormal, kSubnormal, kHuge, kMixed, kTiny, kBits };
+// differently in any other order (the K1b/B1 summation-order bugs). kCancel: every q head of every token is
+// a permutation of one 128-value base vector (normal values), so all heads share the exact sum of squares
+// s0, and rmsEps = -(s0 / 128) (1 - 2^-8): v = s/128 + rmsEps cancels to about 2^-8 of s/128, so one ulp of
+// rounding in s (a reordered fma chain or butterfly, a missing fma) moves v by 2^-16 and shows in the
+// T outputs of K1a and B1 (raw k stays normal).
+enum class Payload { kNormal, kSubnormal, kHuge, kMixed, kTiny, kBits, kCancel };
 // What makes logits tie: kDupBlocks repeats raw-k blocks (with an identity rope, so kbar rows repeat),
 // kNegativeDots makes every dot negative (relu yields runs of exact +0.0), kQuantized draws from 5 values,
 // kDeadGammaK sets every wK to -1 (kbar all zero, every logit +0.0).

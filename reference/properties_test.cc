@@ -1,6 +1,6 @@
 // RapidCheck properties of the reference alone (contract sections 4, 5 and 7.4): what no contract property of
 // properties/ checks. The contract properties (layout, padding, pool hygiene, batch invariance, prefill/decode
-// sets and live cells) run against properties/reference_impl.cc, which Differential.* holds equal to
+// sets and live cells) run against the literal oracle (//oracle), which Differential.* holds equal to
 // runPrefill / runDecode bit for bit, so they are not repeated here. Here: logits never NaN / -0.0, the tie
 // rule against std::stable_sort, decode set == prefill set, decode numerics == prefill numerics, any
 // chunking of the literal stages, padding unread by the stage values, thread-count and caller FP-environment
