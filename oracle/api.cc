@@ -40,6 +40,16 @@ public:
         if (p == nullptr)
             fail(std::string("argument ") + name + " is null");
     }
+    // The six pointers both runners take, in the order their errors are reported.
+    void inputsNotNull(void const* outIdx, void const* indexQk, void const* cosSin, void const* contextLengths,
+                       void const* wQ, void const* wK) const {
+        notNull(outIdx, "outIdx");
+        notNull(indexQk, "indexQk");
+        notNull(cosSin, "cosSin");
+        notNull(contextLengths, "contextLengths");
+        notNull(wQ, "wQ");
+        notNull(wK, "wK");
+    }
     void positive(int64_t v, char const* name) const {
         if (v <= 0)
             fail(std::string("argument ") + name + " = " + std::to_string(v) + " must be > 0");
@@ -144,12 +154,7 @@ void runQsaIndexerPrefill(int32_t* outIdx, T const* indexQk, float const* cosSin
                           int32_t batchSize, int32_t seqLen, QsaIndexerPoolState const* poolState,
                           cudaStream_t /*stream*/) {
     Args const args("runQsaIndexerPrefill");
-    args.notNull(outIdx, "outIdx");
-    args.notNull(indexQk, "indexQk");
-    args.notNull(cosSin, "cosSin");
-    args.notNull(contextLengths, "contextLengths");
-    args.notNull(wQ, "wQ");
-    args.notNull(wK, "wK");
+    args.inputsNotNull(outIdx, indexQk, cosSin, contextLengths, wQ, wK);
     args.positive(batchSize, "batchSize");
     args.positive(seqLen, "seqLen");
     args.workspace(workspace, workspaceBytes, getQsaIndexerWorkspaceSize(batchSize, seqLen),
@@ -192,12 +197,7 @@ void runQsaIndexerDecode(int32_t* outIdx, T const* indexQk, float const* cosSin,
                          int32_t* splitCounters, void* workspace, size_t workspaceBytes, int32_t batchSize,
                          int32_t maxBlocks, cudaStream_t /*stream*/) {
     Args const args("runQsaIndexerDecode");
-    args.notNull(outIdx, "outIdx");
-    args.notNull(indexQk, "indexQk");
-    args.notNull(cosSin, "cosSin");
-    args.notNull(contextLengths, "contextLengths");
-    args.notNull(wQ, "wQ");
-    args.notNull(wK, "wK");
+    args.inputsNotNull(outIdx, indexQk, cosSin, contextLengths, wQ, wK);
     args.positive(batchSize, "batchSize");
     args.positive(maxBlocks, "maxBlocks");
     args.workspace(workspace, workspaceBytes, getQsaIndexerDecodeWorkspaceSize(batchSize, maxBlocks),
