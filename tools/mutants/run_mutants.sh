@@ -186,6 +186,14 @@ run_pass() {
     printf 'm%-3s %-5s %-8s %-40s %-55s %6ss %s\n' "$id" "$pass" "$status" "$killer" "$test" "$secs" "$shrunk"
 }
 
+# Drops from the array named $2 every binary missing from bundle $1, loudly (never counted as a kill).
+keep_present() { # bundle array-name
+    local -n order=$2
+    local keep=() b
+    for b in "${order[@]}"; do [[ -x $1/bin/${b//\//__} ]] && keep+=("$b") || echo "run_mutants: MISSING $b" >&2; done
+    order=("${keep[@]}")
+}
+
 cmd_run() {
     local bundle=$1 logs=$2
     shift 2
@@ -206,19 +214,8 @@ cmd_run() {
     [[ -f $bundle/contracts.tsv ]] || die "$bundle has no contracts.tsv (rebuild it with run_mutants.sh build)"
     mapfile -t PROPS_ORDER < <(props_order "$bundle/contracts.tsv" contract)
     mapfile -t STAGE_PROPS_ORDER < <(props_order "$bundle/contracts.tsv" stage)
-    # A binary missing from the bundle is dropped from the order, loudly (never counted as a kill).
-    local keep=() b
-    for b in "${STAGE_ORDER[@]}"; do [[ -x $bundle/bin/${b//\//__} ]] && keep+=("$b") || echo "run_mutants: MISSING $b" >&2; done
-    STAGE_ORDER=("${keep[@]}")
-    keep=()
-    for b in "${PROPS_ORDER[@]}"; do [[ -x $bundle/bin/${b//\//__} ]] && keep+=("$b") || echo "run_mutants: MISSING $b" >&2; done
-    PROPS_ORDER=("${keep[@]}")
-    keep=()
-    for b in "${STAGE_PROPS_ORDER[@]}"; do [[ -x $bundle/bin/${b//\//__} ]] && keep+=("$b") || echo "run_mutants: MISSING $b" >&2; done
-    STAGE_PROPS_ORDER=("${keep[@]}")
-    keep=()
-    for b in "${PIPELINE_ORDER[@]}"; do [[ -x $bundle/bin/${b//\//__} ]] && keep+=("$b") || echo "run_mutants: MISSING $b" >&2; done
-    PIPELINE_ORDER=("${keep[@]}")
+    local list
+    for list in STAGE_ORDER PROPS_ORDER STAGE_PROPS_ORDER PIPELINE_ORDER; do keep_present "$bundle" "$list"; done
     JOBS=${JOBS:-12}
     BIN_TIMEOUT=${BIN_TIMEOUT:-100}
     END_AT=$(($(date +%s) + ${DEADLINE:-420}))
