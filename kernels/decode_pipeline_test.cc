@@ -172,16 +172,17 @@ TYPED_TEST(DecodeTest, ManyStepsLowEntropyWithHoles) {
     multiStep<typename TypeParam::T>(TypeParam::kDt, d);
 }
 
-TYPED_TEST(DecodeTest, CudaGraphReplayEqualsStream) {
-    using T = typename TypeParam::T;
-    DType dt = TypeParam::kDt;
-    int32_t const B = 5, maxBlocks = 600, pagesPerSeq = 19, steps = 24;
+// Decode captured once in a CUDA graph and replayed for `steps` steps with new inputs in the same buffers
+// equals the plain stream run, which equals the reference. Sequence 3 starts at floorEdgeStart and crosses
+// the floor edge of maxBlocks = 600 (2400..2403 valid: ctx / 4 == maxBlocks < ceilDiv(ctx, 4) for
+// 2401..2403; 2404.. invalid) inside the captured graph too.
+template <typename T>
+void graphReplayEqualsStream(DType dt, int32_t steps, int32_t floorEdgeStart) {
+    int32_t const B = 5, maxBlocks = 600, pagesPerSeq = 19;
     Rng rng(3);
     ref::PoolDims dims{B * pagesPerSeq + 1, pagesPerSeq, 2, 384, 256};
     ref::HostPool hp = makeHostPool(dt, B, dims, Pages::kFull, rng); // random pool: any state is a valid start
-    // 2390 + 23 steps crosses the floor edge of maxBlocks = 600: 2400..2403 valid (ctx / 4 == maxBlocks <
-    // ceilDiv(ctx, 4) for 2401..2403), 2404.. invalid, inside the captured graph too.
-    std::vector<int32_t> start = {2045, 130, 1, 2390, 0};
+    std::vector<int32_t> start = {2045, 130, 1, floorEdgeStart, 0};
     std::vector<float> cs = makeCosSin(2404);
     std::vector<uint16_t> wQ = makeGamma(dt, Gamma::kSmall, rng), wK = makeGamma(dt, Gamma::kSmall, rng);
     std::vector<std::vector<uint16_t>> qks;
@@ -243,6 +244,17 @@ TYPED_TEST(DecodeTest, CudaGraphReplayEqualsStream) {
     EXPECT_TRUE(bitsEqual(plainPool, g.pool.data.download(), {"graph pool vs stream", p, 384, dt}));
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
+}
+
+TYPED_TEST(DecodeTest, CudaGraphReplayEqualsStream) {
+    // 2390 + 23 steps: the floor edge is crossed in steps 10..14.
+    graphReplayEqualsStream<typename TypeParam::T>(TypeParam::kDt, 24, 2390);
+}
+
+TYPED_TEST(DecodeTest, CudaGraphReplayFewSteps) {
+    // The same graph replay in 4 steps (2401..2403 at the floor edge, then 2404 invalid), small enough for
+    // racecheck (run_all.sh --sanitize), which tracks every shared-memory access of B1, B2 and B3.
+    graphReplayEqualsStream<typename TypeParam::T>(TypeParam::kDt, 4, 2401);
 }
 
 TYPED_TEST(DecodeTest, LongContextsFromRandomPool) {
