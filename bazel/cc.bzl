@@ -1,16 +1,9 @@
-"""The project's conventions for C++ and CUDA targets, written once for every package.
+"""C++ and CUDA target macros: the project's conventions, written once.
 
-qsa_cc_library    srcs / hdrs default to <name>.cc / <name>.h; test_deps also declares its unit test <name>_test.
-qsa_cuda_library  a cuda_library (bazel/cuda.bzl), srcs / hdrs default to <name>.cu / <name>.h, links cudart_static.
-qsa_cc_test       src <name>.cc, size "small", linkstatic (static, portable binaries: shared/TOOLCHAIN.md),
-                  gtest_main linked in; gpu = True tags it "gpu" (.bazelrc.user filters those out on a machine
-                  without a GPU) and gives it the remote GPU pool's exec_properties (bazel/remote.bzl).
-qsa_cc_binary     src <name>.cc; gpu = True tags it "gpu" (it builds anywhere and needs a GPU at run time).
-c_string_cc       a genrule writing a .cc that defines a file's text (or a list of words, one a line) as a C
-                  string, so that a static binary carries its data without runfiles.
-
-Each macro passes every other attribute through unchanged and declares what a hand-written stanza would (label
-lists in buildifier's order): `bazel query --output=build` shows the same target either way.
+Static binaries (shared/TOOLCHAIN.md), gtest_main, sources named like the target, the tag "gpu" on what needs a
+GPU (tests also get the remote GPU pool's exec_properties), cudart_static under every CUDA library. All other
+attributes pass through unchanged and label lists keep buildifier's order: `bazel query --output=build` shows
+what a hand-written stanza would.
 """
 
 load(":cuda.bzl", "cuda_library")
