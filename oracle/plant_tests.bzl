@@ -36,6 +36,10 @@ ORACLE_COPTS = [
     "-fno-fast-math",
 ]
 
+def _slot_differs(stage, slot):
+    """The text of properties/prop.cc when a stage's workspace slot (contract section 6) differs."""
+    return "%s (workspace slot %s, contract section 6) differs from the reference" % (stage, slot)
+
 # plant: oracle/plants.h number; binary: the property target in //properties (its _lib is linked); filter: the
 # property (gtest name); expect: texts one of which its failure output must contain (no single quote: each is
 # passed quoted).
@@ -49,16 +53,16 @@ PLANTS = [
     struct(plant = 7, binary = "pool_hygiene_test", filter = "PoolHygiene.PrefillTouchesOnlyContractCells", expect = ["a cell outside the contract"]),
     struct(plant = 8, binary = "workspace_test", filter = "Workspace.MisalignedThrows", expect = ["misaligned prefill workspace (+64 bytes): did not throw"]),
     struct(plant = 9, binary = "differential_test", filter = "Differential.ChunkedPrefillMatchesReference", expect = ["chunked prefill vs reference"]),
-    struct(plant = 10, binary = "differential_test", filter = "Differential.DecodeStepsMatchReference", expect = ["B1 (workspace slot qNormed, contract section 6) differs from the reference"]),
-    struct(plant = 11, binary = "differential_test", filter = "Differential.DecodeStepsMatchReference", expect = ["B2 (workspace slot logits, contract section 6) differs from the reference"]),
-    struct(plant = 12, binary = "differential_test", filter = "Differential.PrefillMatchesReference", expect = ["K1a (workspace slot qNormed, contract section 6) differs from the reference"]),
-    struct(plant = 13, binary = "differential_test", filter = "Differential.PrefillMatchesReference", expect = ["K1b (workspace slot kbar, contract section 6) differs from the reference"]),
+    struct(plant = 10, binary = "differential_test", filter = "Differential.DecodeStepsMatchReference", expect = [_slot_differs("B1", "qNormed")]),
+    struct(plant = 11, binary = "differential_test", filter = "Differential.DecodeStepsMatchReference", expect = [_slot_differs("B2", "logits")]),
+    struct(plant = 12, binary = "differential_test", filter = "Differential.PrefillMatchesReference", expect = [_slot_differs("K1a", "qNormed")]),
+    struct(plant = 13, binary = "differential_test", filter = "Differential.PrefillMatchesReference", expect = [_slot_differs("K1b", "kbar")]),
     struct(plant = 14, binary = "pool_hygiene_test", filter = "PoolHygiene.PrefillHostilePoolTouchesOnlyContractCells", expect = [
         "a cell outside the contract",
         "the pool guard region AFTER the pool",
     ]),
     struct(plant = 15, binary = "decode_stages_test", filter = "DecodeStages.B1QPrepMatchesReference", expect = ["B1 qNormed row b="]),
-    struct(plant = 16, binary = "differential_test", filter = "Differential.PrefillMatchesReference", expect = ["K1b (workspace slot kbar, contract section 6) differs from the reference"]),
+    struct(plant = 16, binary = "differential_test", filter = "Differential.PrefillMatchesReference", expect = [_slot_differs("K1b", "kbar")]),
 ]
 
 def plant_tests(name = "plant_tests"):

@@ -11,9 +11,7 @@ Both are sharded: gtest splits the properties over the shards; each runs its who
 (properties/prop.cc, README "Sharding and remote GPU pools").
 """
 
-load("//bazel:remote.bzl", _GPU_EXEC_PROPERTIES = "GPU_EXEC_PROPERTIES")
-
-GPU_EXEC_PROPERTIES = _GPU_EXEC_PROPERTIES
+load("//bazel:cc.bzl", "qsa_cc_test")
 
 def qsa_property_test(name, srcs, shard_count = 2, gpu_shard_count = 2, size = "medium", cpu = True, gpu = True):
     """Declares `name_lib`, the CPU variant `name` and the GPU variant `name_gpu` of one property source.
@@ -39,16 +37,18 @@ def qsa_property_test(name, srcs, shard_count = 2, gpu_shard_count = 2, size = "
         alwayslink = True,  # the TESTs register themselves from static initializers
     )
 
-    # Link order: the property code (which needs the harness) first, the backend and implementation last.
+    # Link order: the property code (which needs the harness) first, the backend and implementation last (so
+    # gtest_main is listed here, in its place, not added by qsa_cc_test).
     common = [
         ":" + name + "_lib",
         "@gtest//:gtest_main",
     ]
     if cpu:
-        native.cc_test(
+        qsa_cc_test(
             name = name,
             size = size,
-            linkstatic = True,
+            srcs = [],
+            gtest_main = False,
             shard_count = shard_count,
             deps = common + [
                 ":harness_host",
@@ -56,12 +56,12 @@ def qsa_property_test(name, srcs, shard_count = 2, gpu_shard_count = 2, size = "
             ],
         )
     if gpu:
-        native.cc_test(
+        qsa_cc_test(
             name = name + "_gpu",
             size = size,
-            linkstatic = True,
+            srcs = [],
+            gpu = True,
+            gtest_main = False,
             shard_count = gpu_shard_count,
-            exec_properties = GPU_EXEC_PROPERTIES,
-            tags = ["gpu"],
             deps = common + [":harness_gpu"],
         )
