@@ -24,7 +24,7 @@ CONTRACTS = [
     struct(number = 7, name = "pool hygiene", levels = ["core", "hardened"], test = "pool_hygiene_test", shards = 2, mutant_rank = 3),
     struct(number = 8, name = "workspace", levels = ["core", "hardened"], test = "workspace_test", shards = 2, mutant_rank = 8),
     # Decode stages B1/B2 through the workspace read-back (section 6): portable, any implementation.
-    struct(number = 1, name = "decode stages", levels = ["core"], test = "decode_stages_test", shards = 2, mutant_rank = 9),
+    struct(number = 1, name = "decode stages", levels = ["core"], test = "decode_stages_test", shards = 2, mutant_rank = 0),
 ]
 
 # Stage properties: this project's own launchers (//kernels:qsa_kernels), GPU only; certify runs them only when
