@@ -1,18 +1,33 @@
 // Memory and stream backend of the harness (harness.cc): device memory for the GPU implementation
-// (harness_gpu.cc) or host memory for the host implementation, //oracle (harness_host.cc). Exactly one is linked.
+// (harness_gpu.cc: testing/device_buffer.h) or host memory for the host implementation, //oracle
+// (harness_host.cc). Exactly one is linked.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <memory>
 
 namespace qsa {
 namespace prop {
 namespace backend {
 
 bool onGpu();
-void* alloc(size_t bytes); // at least 256-byte aligned, never null
-void release(void* p);
+
+// Owns one allocation of the backend's memory: at least 256-byte aligned, never null, freed on destruction.
+class Memory {
+public:
+    explicit Memory(size_t bytes);
+    ~Memory();
+    Memory(Memory const&) = delete;
+    Memory& operator=(Memory const&) = delete;
+    void* get() const;
+
+private:
+    struct Impl; // defined by the linked backend
+    std::unique_ptr<Impl> impl_;
+};
+
 void upload(void* dst, void const* src, size_t bytes);
 void download(void* dst, void const* src, size_t bytes);
 cudaStream_t stream(int which); // 0: legacy default; 1, 2: created once, reused

@@ -4,9 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "properties/generators.h"
+#include "properties/prop.h"
+#include "properties/regions.h"
 #include "reference/qsaReference.h"
 
 namespace qsa {
@@ -36,6 +39,16 @@ void forEachStep(Chain& ch, Cap& cap, Step&& step) {
         cap.add(d);
         pool = step(d, k);
     }
+}
+
+// The walk of a decode-chain property: the chain of `spec`, its steps covered (nVis > 512 floor nVisFloor())
+// and captured under `contract`, each checked by step(d, k) as in forEachStep.
+template <typename Step>
+void walkDecodeChain(DecodeChainSpec const& spec, char const* contract, Step&& step) {
+    Chain ch = makeChain(spec);
+    coverDecode(decodeRegions(ch.steps), nVisFloor());
+    Capture cap(contract, describe(spec));
+    forEachStep(ch, cap, std::forward<Step>(step));
 }
 
 // A prefill case holding sequences `seqs` of `c` (repeats allowed) with sequence length newS >= c.seqLen;

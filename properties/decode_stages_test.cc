@@ -117,46 +117,40 @@ void coverStage(ref::DecodeCase const& d) {
     coverage::cover("valid_at_floor_edge", edge);
 }
 
-// The implementation's decode run over a workspace filled with `fill`, with the section-6 slots qNormed and
-// logits read back (downloaded by the harness).
-DecodeOut runWithStages(ref::DecodeCase const& d, Fill fill, uint64_t fillSeed) {
-    RunOptions ro;
-    ro.workspaceFill = fill;
-    ro.fillSeed = fillSeed;
-    ro.readStages = true;
-    return runImplDecode(d, ro);
-}
-
-// B1: slot qNormed equals the reference's q output of every row (zeros for invalid rows), bit for bit.
-QSA_PROP(DecodeStages, B1QPrepMatchesReference, 60) {
+// One stage case, generated, covered and captured, run by the implementation over a workspace filled with
+// a drawn fill (shrinking towards the first of `fills`; seeded by ctx[0] + `fillSeedOffset`) with the
+// section-6 slots qNormed and logits read back, and by the reference; fails with what mismatch(s, got, want)
+// reports.
+template <typename Mismatch>
+void checkStageCase(rc::Gen<Fill> const& fills, uint64_t fillSeedOffset, Mismatch mismatch) {
     StageCase const s = *genStageCase();
     coverStage(s.d);
     Capture cap("decode_stages", s.description);
     cap.add(s.d);
-    Fill const fill = *pick(Fill::kGarbage, Fill::kNaN, Fill::kZero);
-    DecodeOut const got = runWithStages(s.d, fill, uint64_t(s.d.contextLengths[0]));
-    ref::DecodeResult const want = ref::runDecode(s.d);
+    RunOptions ro;
+    ro.workspaceFill = *fills;
+    ro.fillSeed = uint64_t(s.d.contextLengths[0]) + fillSeedOffset;
+    ro.readStages = true;
+    DecodeOut const got = runImplDecode(s.d, ro);
+    QSA_REQUIRE_EMPTY(mismatch(s, got, ref::runDecode(s.d)));
+}
+
+// B1: the first element of slot qNormed that differs from the reference's q output ("" when none).
+std::string qNormedMismatch(StageCase const& s, DecodeOut const& got, ref::DecodeResult const& want) {
     for (size_t i = 0; i < want.qNormed.size(); ++i) {
         if (got.qNormed[i] != want.qNormed[i]) {
             size_t const b = i / 512, h = i / 128 % 4, dim = i % 128;
             std::ostringstream os;
             os << "B1 qNormed row b=" << b << " (ctx " << s.d.contextLengths[b] << ") head " << h << " dim " << dim
                << ": got 0x" << std::hex << got.qNormed[i] << ", reference 0x" << want.qNormed[i];
-            RC_FAIL(os.str());
+            return os.str();
         }
     }
+    return "";
 }
 
-// B2: slot logits holds the reference's logits for g < ctx/4 of every valid row, bit for bit (the block B1
-// just completed included, read back from the pool; a dropped write or a hole reads +0.0).
-QSA_PROP(DecodeStages, B2LogitsMatchReference, 60) {
-    StageCase const s = *genStageCase();
-    coverStage(s.d);
-    Capture cap("decode_stages", s.description);
-    cap.add(s.d);
-    Fill const fill = *pick(Fill::kNaN, Fill::kGarbage, Fill::kZero);
-    DecodeOut const got = runWithStages(s.d, fill, uint64_t(s.d.contextLengths[0] + 1));
-    ref::DecodeResult const want = ref::runDecode(s.d);
+// B2: the first logit g < ctx/4 of a valid row that differs from the reference's ("" when none).
+std::string logitsMismatch(StageCase const& s, DecodeOut const& got, ref::DecodeResult const& want) {
     for (int32_t b = 0; b < s.d.batchSize; ++b) {
         int32_t const c = s.d.contextLengths[b];
         if (!ref::decodeRowValid(c, s.d.maxBlocks))
@@ -171,10 +165,22 @@ QSA_PROP(DecodeStages, B2LogitsMatchReference, 60) {
                 os << "B2 logit row b=" << b << " (ctx " << c << ", nVis " << c / 4 << ") block g=" << g
                    << (g == c / 4 - 1 && c % 4 == 0 ? " (completed by B1 this step)" : "") << ": got 0x" << std::hex
                    << x << ", reference 0x" << y;
-                RC_FAIL(os.str());
+                return os.str();
             }
         }
     }
+    return "";
+}
+
+// B1: slot qNormed equals the reference's q output of every row (zeros for invalid rows), bit for bit.
+QSA_PROP(DecodeStages, B1QPrepMatchesReference, 60) {
+    checkStageCase(pick(Fill::kGarbage, Fill::kNaN, Fill::kZero), 0, qNormedMismatch);
+}
+
+// B2: slot logits holds the reference's logits for g < ctx/4 of every valid row, bit for bit (the block B1
+// just completed included, read back from the pool; a dropped write or a hole reads +0.0).
+QSA_PROP(DecodeStages, B2LogitsMatchReference, 60) {
+    checkStageCase(pick(Fill::kNaN, Fill::kGarbage, Fill::kZero), 1, logitsMismatch);
 }
 
 } // namespace

@@ -57,10 +57,7 @@ QSA_PROP(Determinism, TwoStreamsInFlight, 40) {
 
 QSA_PROP(Determinism, DecodeRepeatsBitwise, 40) {
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 300, 2, true, false);
-    Chain ch = makeChain(spec);
-    coverDecode(decodeRegions(ch.steps), nVisFloor());
-    Capture cap("determinism", describe(spec));
-    forEachStep(ch, cap, [&](ref::DecodeCase& d, size_t) {
+    walkDecodeChain(spec, "determinism", [&](ref::DecodeCase& d, size_t) {
         DecodeOut const first = runImplDecode(d, fillOption(0, spec.act.seed));
         for (int i = 1; i < 3; ++i) {
             DecodeOut const again = runImplDecode(d, fillOption(i, spec.act.seed));

@@ -82,10 +82,7 @@ QSA_PROP(Differential, PrefillHostilePoolMatchesReference, 50) {
 // Every decode step starts from the reference's own pool state, so each step is a pure differential.
 void decodeStepsMatchReference(bool hostile) {
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 300, 6, false, hostile);
-    Chain ch = makeChain(spec);
-    coverDecode(decodeRegions(ch.steps), nVisFloor());
-    Capture cap("differential", describe(spec));
-    forEachStep(ch, cap, [&](ref::DecodeCase& d, size_t k) {
+    walkDecodeChain(spec, "differential", [&](ref::DecodeCase& d, size_t k) {
         RunOptions ro;
         ro.readStages = true;
         DecodeOut const got = runImplDecode(d, ro);

@@ -5,26 +5,26 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <ostream>
-#include <random>
 #include <sstream>
 #include <string>
 #include <tuple>
 
 #include "properties/harness.h"
 #include "reference/numerics.h"
+#include "testing/inputs.h"
+#include "testing/rng.h"
 
 namespace qsa {
 namespace prop {
 namespace {
 
-uint64_t mix(uint64_t x) { // splitmix64 finalizer
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
+// splitmix64 of x: the first output of testing/rng.h's generator seeded with x.
+uint64_t mix(uint64_t x) {
+    return testlib::Rng(x).next();
 }
 
 // Round to nearest even; inputs of the generators only (the contract's casts live in the reference).
@@ -129,40 +129,29 @@ uint16_t payloadValue(ActSpec const& a, uint64_t r, int sign) {
     return v;
 }
 
+// The printed names of the modes, in the order their enums declare them (generators.h).
+constexpr char const* kPayloadNames[] = {"normal", "subnormal", "huge", "mixed", "tiny", "bits", "cancel"};
+static_assert(std::size(kPayloadNames) == size_t(Payload::kCancel) + 1, "one name per Payload");
+constexpr char const* kTiesNames[] = {"none", "dup-raw-k-blocks", "negative-dots(relu->+0.0; every 3rd block k=+0)",
+                                      "quantized{-1,-.5,0,.5,1}", "wK=-1(all logits +0.0)"};
+static_assert(std::size(kTiesNames) == size_t(Ties::kDeadGammaK) + 1, "one name per Ties");
+constexpr char const* kRegimeNames[] = {"small", "page-edge", "nVis>512", "chunked"};
+static_assert(std::size(kRegimeNames) == size_t(Regime::kChunked) + 1, "one name per Regime");
+constexpr char const* kChunkAtNames[] = {"none", "t=0", "t=ctx-1", "in-padding", "block-edge"};
+static_assert(std::size(kChunkAtNames) == size_t(ChunkAt::kBlockEdge) + 1, "one name per ChunkAt");
+
+template <typename E, size_t N>
+char const* nameIn(char const* const (&names)[N], E e) {
+    size_t const i = size_t(e);
+    return i < N ? names[i] : "?";
+}
+
 char const* name(Payload p) {
-    switch (p) {
-    case Payload::kNormal:
-        return "normal";
-    case Payload::kSubnormal:
-        return "subnormal";
-    case Payload::kHuge:
-        return "huge";
-    case Payload::kMixed:
-        return "mixed";
-    case Payload::kTiny:
-        return "tiny";
-    case Payload::kBits:
-        return "bits";
-    case Payload::kCancel:
-        return "cancel";
-    }
-    return "?";
+    return nameIn(kPayloadNames, p);
 }
 
 char const* name(Ties t) {
-    switch (t) {
-    case Ties::kNone:
-        return "none";
-    case Ties::kDupBlocks:
-        return "dup-raw-k-blocks";
-    case Ties::kNegativeDots:
-        return "negative-dots(relu->+0.0; every 3rd block k=+0)";
-    case Ties::kQuantized:
-        return "quantized{-1,-.5,0,.5,1}";
-    case Ties::kDeadGammaK:
-        return "wK=-1(all logits +0.0)";
-    }
-    return "?";
+    return nameIn(kTiesNames, t);
 }
 
 void printVec(std::ostream& os, std::vector<int32_t> const& v) {
@@ -243,16 +232,8 @@ void poisonRow(DType dt, uint64_t seed, uint16_t* row) {
 }
 
 std::vector<float> makeCosSin(Rope r, int32_t rows) {
-    std::vector<float> v(size_t(std::max(rows, 1)) * 64);
-    for (int32_t p = 0; p < std::max(rows, 1); ++p) {
-        for (int i = 0; i < 32; ++i) {
-            double const theta = r == Rope::kModel ? 1e7 : 10000.0;
-            double const ang = p * std::pow(theta, -double(i) / 32.0);
-            v[size_t(p) * 64 + i] = r == Rope::kIdentity ? 1.0f : float(std::cos(ang));
-            v[size_t(p) * 64 + 32 + i] = r == Rope::kIdentity ? 0.0f : float(std::sin(ang));
-        }
-    }
-    return v;
+    int32_t const n = std::max(rows, 1);
+    return r == Rope::kIdentity ? testlib::identityRope(n) : testlib::ropeTable(r == Rope::kModel ? 1e7 : 10000.0, n);
 }
 
 std::vector<uint16_t> makeGamma(ActSpec const& a, bool isK) {
@@ -292,12 +273,12 @@ ref::HostPool makePool(PoolSpec const& p, DType dt, int32_t B, int32_t tokensPer
     d.numKVHeads = p.numKVHeads;
     d.poolHeadDim = p.poolHeadDim;
     d.headSize = p.headSize;
-    std::mt19937_64 rng(mix(p.seed ^ 0x9A));
+    testlib::Rng rng(mix(p.seed ^ 0x9A)); // portable: a seed gives the same table with any standard library
     std::vector<int32_t> kIds(d.numPages), vIds(d.numPages);
     std::iota(kIds.begin(), kIds.end(), 0);
     std::iota(vIds.begin(), vIds.end(), d.numPages);
-    std::shuffle(kIds.begin(), kIds.end(), rng);
-    std::shuffle(vIds.begin(), vIds.end(), rng);
+    rng.shuffle(kIds.begin(), kIds.end());
+    rng.shuffle(vIds.begin(), vIds.end());
     h.pageTable.assign(size_t(B) * 2 * d.maxPagesPerSeq, -1);
     // Out-of-plane ids past both planes are drawn consecutively from 2*numPages (unique per plane), so the
     // harness's guard pages (properties/harness.cc, up to the table's highest id) cover every one of them.
@@ -307,7 +288,7 @@ ref::HostPool makePool(PoolSpec const& p, DType dt, int32_t B, int32_t tokensPer
             size_t const i = size_t(b) * d.maxPagesPerSeq + s;
             for (int plane = 0; plane < 2; ++plane) {
                 int32_t id = plane == 0 ? kIds[i] : vIds[i];
-                uint64_t const r = rng();
+                uint64_t const r = rng.next();
                 if (int32_t(r % 16) < p.holesPer16)
                     id = -1;
                 // Out of plane, still unique per plane: K ids beyond both planes (upper bound), V ids inside
@@ -427,16 +408,7 @@ std::vector<std::pair<size_t, int32_t>> smallSeqLens() {
 // towards 0 walks towards the first entry.
 template <typename T>
 T atFraction(std::vector<std::pair<size_t, T>> const& v, uint32_t frac) {
-    size_t total = 0;
-    for (auto const& p : v)
-        total += p.first;
-    size_t k = size_t((uint64_t(frac) * total) >> 16);
-    for (auto const& p : v) {
-        if (k < p.first)
-            return p.second;
-        k -= p.first;
-    }
-    return v.back().second;
+    return atWeight(v, size_t((uint64_t(frac) * totalWeight(v)) >> 16));
 }
 
 template <typename T>
@@ -847,33 +819,11 @@ std::ostream& operator<<(std::ostream& os, PoolSpec const& p) {
 }
 
 char const* name(Regime r) {
-    switch (r) {
-    case Regime::kSmall:
-        return "small";
-    case Regime::kPageEdge:
-        return "page-edge";
-    case Regime::kManyBlocks:
-        return "nVis>512";
-    case Regime::kChunked:
-        return "chunked";
-    }
-    return "?";
+    return nameIn(kRegimeNames, r);
 }
 
 char const* name(ChunkAt c) {
-    switch (c) {
-    case ChunkAt::kNone:
-        return "none";
-    case ChunkAt::kSeqStart:
-        return "t=0";
-    case ChunkAt::kLastValid:
-        return "t=ctx-1";
-    case ChunkAt::kPadding:
-        return "in-padding";
-    case ChunkAt::kBlockEdge:
-        return "block-edge";
-    }
-    return "?";
+    return nameIn(kChunkAtNames, c);
 }
 
 std::ostream& operator<<(std::ostream& os, PrefillSpec const& s) {

@@ -145,19 +145,29 @@ rc::Gen<Regime> regimeGen(RegimeShares const& s);
 // shrink at all), drawn uniformly by weight whatever the RapidCheck size.
 rc::Gen<size_t> uniformIndex(size_t n);
 
+// The sum of the weights of a weighted list.
 template <typename T>
-rc::Gen<T> weighted(std::vector<std::pair<size_t, T>> pairs) {
+size_t totalWeight(std::vector<std::pair<size_t, T>> const& pairs) {
     size_t total = 0;
     for (auto const& p : pairs)
         total += p.first;
-    return rc::gen::map(uniformIndex(total), [pairs](size_t k) {
-        for (auto const& p : pairs) {
-            if (k < p.first)
-                return p.second;
-            k -= p.first;
-        }
-        return pairs.back().second;
-    });
+    return total;
+}
+
+// The entry that k in [0, totalWeight) falls on, the weights taken in list order (past the end: the last).
+template <typename T>
+T const& atWeight(std::vector<std::pair<size_t, T>> const& pairs, size_t k) {
+    for (auto const& p : pairs) {
+        if (k < p.first)
+            return p.second;
+        k -= p.first;
+    }
+    return pairs.back().second;
+}
+
+template <typename T>
+rc::Gen<T> weighted(std::vector<std::pair<size_t, T>> pairs) {
+    return rc::gen::map(uniformIndex(totalWeight(pairs)), [pairs](size_t k) { return atWeight(pairs, k); });
 }
 
 template <typename T>
@@ -183,17 +193,7 @@ rc::Gen<T> pickOf(std::vector<T> const& v) {
 // Weighted choice of generators; shrinks towards the first generator, then within the chosen one.
 template <typename T>
 rc::Gen<T> weightedGen(std::vector<std::pair<size_t, rc::Gen<T>>> pairs) {
-    size_t total = 0;
-    for (auto const& p : pairs)
-        total += p.first;
-    return rc::gen::mapcat(uniformIndex(total), [pairs](size_t k) {
-        for (auto const& p : pairs) {
-            if (k < p.first)
-                return p.second;
-            k -= p.first;
-        }
-        return pairs.back().second;
-    });
+    return rc::gen::mapcat(uniformIndex(totalWeight(pairs)), [pairs](size_t k) { return atWeight(pairs, k); });
 }
 
 rc::Gen<int32_t> genSeqLen(Budget const& b);

@@ -9,6 +9,7 @@
 #include "kernels/qsaIndexerRunner.h"
 #include "properties/backend.h"
 #include "properties/ttypes.h"
+#include "testing/inputs.h"
 #include "testing/rng.h"
 
 namespace qsa {
@@ -17,31 +18,28 @@ namespace {
 
 namespace kn = trt_edgellm::kernel;
 
-// Owns one backend allocation.
+// Owns one backend allocation of `bytes` (backend.h: device memory on the GPU, host memory for //oracle).
 class Buf {
 public:
-    explicit Buf(size_t bytes) : bytes_(bytes), p_(backend::alloc(bytes)) {}
+    explicit Buf(size_t bytes) : bytes_(bytes), mem_(bytes) {}
     template <typename E>
     explicit Buf(std::vector<E> const& host) : Buf(host.size() * sizeof(E)) {
-        backend::upload(p_, host.data(), bytes_);
+        backend::upload(mem_.get(), host.data(), bytes_);
     }
-    ~Buf() { backend::release(p_); }
-    Buf(Buf const&) = delete;
-    Buf& operator=(Buf const&) = delete;
     template <typename E>
     E* as() const {
-        return static_cast<E*>(p_);
+        return static_cast<E*>(mem_.get());
     }
     template <typename E>
     std::vector<E> download() const {
         std::vector<E> v(bytes_ / sizeof(E));
-        backend::download(v.data(), p_, v.size() * sizeof(E));
+        backend::download(v.data(), mem_.get(), v.size() * sizeof(E));
         return v;
     }
 
 private:
     size_t bytes_;
-    void* p_;
+    backend::Memory mem_;
 };
 
 std::vector<uint8_t> fillBytes(Fill f, uint64_t seed, size_t bytes) {
@@ -140,18 +138,6 @@ private:
     Buf buf_;
 };
 
-kn::QsaIndexerPoolState poolState(ref::PoolDims const& d, GuardedPool const& pool, Buf const& pageTable) {
-    kn::QsaIndexerPoolState s{};
-    s.poolPtr = pool.ptr();
-    s.pageTable = pageTable.as<int32_t>();
-    s.maxPagesPerSeq = d.maxPagesPerSeq;
-    s.numPages = d.numPages;
-    s.numKVHeads = d.numKVHeads;
-    s.poolHeadDim = d.poolHeadDim;
-    s.headSize = d.headSize;
-    return s;
-}
-
 // Device state of one prefill run, alive until its stream is synchronized.
 struct PrefillRun {
     PrefillRun(PrefillCase const& c, RunOptions const& o)
@@ -164,7 +150,7 @@ struct PrefillRun {
           readStages(o.readStages) {}
     // Call after backend::fence() so that every upload has landed before any stream starts.
     void start(PrefillCase const& c) {
-        kn::QsaIndexerPoolState s = poolState(c.pool.dims, pool, pageTable);
+        kn::QsaIndexerPoolState s = testlib::poolState(c.pool.dims, pool.ptr(), pageTable.as<int32_t>());
         if (c.dtype == DType::kHalf) {
             launch<__half>(c, s, stream);
         } else {
@@ -231,7 +217,7 @@ DecodeOut runImplDecode(DecodeCase const& c, RunOptions const& o) {
     Buf pageTable(c.pool.pageTable);
     Buf split(c.hasSplitCounters ? c.splitCounters : std::vector<int32_t>{});
     Workspace ws(kn::getQsaIndexerDecodeWorkspaceSize(c.batchSize, c.maxBlocks), o);
-    kn::QsaIndexerPoolState s = poolState(c.pool.dims, pool, pageTable);
+    kn::QsaIndexerPoolState s = testlib::poolState(c.pool.dims, pool.ptr(), pageTable.as<int32_t>());
     cudaStream_t st = backend::stream(o.stream);
     backend::fence();
     int32_t* splitPtr = c.hasSplitCounters ? split.as<int32_t>() : nullptr;

@@ -1,66 +1,63 @@
-// GPU backend of the harness: device buffers and two created streams, for the implementation behind
-// //api:impl. Buffers are freed with cudaFree after the work on them is synchronized.
+// GPU backend of the harness: device buffers (testing/device_buffer.h) and two created streams, for the
+// implementation behind //api:impl. Buffers are freed with cudaFree after the work on them is synchronized.
 #include <cuda_runtime.h>
 
 #include <stdexcept>
 #include <string>
 
 #include "properties/backend.h"
+#include "testing/device_buffer.h"
 
 namespace qsa {
 namespace prop {
 namespace backend {
-namespace {
-
-void check(cudaError_t e, char const* what) {
-    if (e != cudaSuccess)
-        throw std::runtime_error(std::string("harness_gpu ") + what + ": " + cudaGetErrorString(e));
-}
-
-} // namespace
 
 bool onGpu() {
     return true;
 }
 
-void* alloc(size_t bytes) {
-    void* p = nullptr;
-    check(cudaMalloc(&p, bytes > 0 ? bytes : 256), "cudaMalloc");
-    return p;
-}
+struct Memory::Impl {
+    testlib::DeviceBuffer<uint8_t> buf;
+};
 
-void release(void* p) {
-    // A free after a failed run must not hide the run's error: report nothing here.
-    (void)cudaFree(p);
+Memory::Memory(size_t bytes) : impl_(new Impl{testlib::DeviceBuffer<uint8_t>(bytes > 0 ? bytes : 256)}) {}
+
+Memory::~Memory() = default;
+
+void* Memory::get() const {
+    return impl_->buf.get();
 }
 
 void upload(void* dst, void const* src, size_t bytes) {
     if (bytes > 0)
-        check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "upload");
+        QSA_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
 }
 
 void download(void* dst, void const* src, size_t bytes) {
-    check(cudaDeviceSynchronize(), "sync before download");
+    QSA_CUDA(cudaDeviceSynchronize()); // the run's work on src is done
     if (bytes > 0)
-        check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "download");
+        QSA_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
 }
 
 cudaStream_t stream(int which) {
-    static cudaStream_t streams[3] = {nullptr, nullptr, nullptr};
+    // Created on first use and kept for the process (never destroyed: no CUDA call after the runtime's exit).
+    static testlib::Stream* streams[3] = {nullptr, nullptr, nullptr};
     if (which < 0 || which > 2)
-        throw std::runtime_error("harness_gpu stream: which must be 0..2");
-    if (which > 0 && streams[which] == nullptr)
-        check(cudaStreamCreateWithFlags(&streams[which], cudaStreamNonBlocking), "stream create");
-    return streams[which];
+        throw std::runtime_error("harness_gpu stream: which must be 0..2, got " + std::to_string(which));
+    if (which == 0)
+        return nullptr;
+    if (streams[which] == nullptr)
+        streams[which] = new testlib::Stream();
+    return streams[which]->get();
 }
 
 void fence() {
-    check(cudaDeviceSynchronize(), "fence");
+    QSA_CUDA(cudaDeviceSynchronize());
 }
 
 void sync(cudaStream_t s) {
-    check(cudaStreamSynchronize(s), "stream sync");
-    check(cudaGetLastError(), "after run");
+    QSA_CUDA(cudaStreamSynchronize(s));
+    QSA_CUDA(cudaGetLastError()); // an error of the run
 }
 
 } // namespace backend

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "properties/backend.h"
 
@@ -15,16 +16,23 @@ bool onGpu() {
     return false;
 }
 
-void* alloc(size_t bytes) {
+struct Memory::Impl {
+    void* p;
+    ~Impl() { std::free(p); }
+};
+
+Memory::Memory(size_t bytes) {
     size_t rounded = (bytes + 255) / 256 * 256;
     void* p = std::aligned_alloc(256, rounded > 0 ? rounded : 256);
     if (p == nullptr)
         throw std::runtime_error("harness_host alloc: out of memory for " + std::to_string(bytes));
-    return p;
+    impl_.reset(new Impl{p});
 }
 
-void release(void* p) {
-    std::free(p);
+Memory::~Memory() = default;
+
+void* Memory::get() const {
+    return impl_->p;
 }
 
 void upload(void* dst, void const* src, size_t bytes) {

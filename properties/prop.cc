@@ -93,12 +93,10 @@ bool rcParamsHas(char const* key) {
     return env != nullptr && std::string(env).find(key) != std::string::npos;
 }
 
-// splitmix64's finalizer: the seed of shard `i` from the base seed.
+// The seed of shard `i` from the base seed: the low 32 bits of splitmix64's output i + 1 from `base`
+// (testing/rng.h's generator seeded with base + i steps of its increment).
 uint64_t shardSeed(uint64_t base, int i) {
-    uint64_t z = base + 0x9E3779B97F4A7C15ull * uint64_t(i + 1);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return (z ^ (z >> 31)) & 0xFFFFFFFFull;
+    return testlib::Rng(base + 0x9E3779B97F4A7C15ull * uint64_t(i)).next() & 0xFFFFFFFFull;
 }
 
 // QSA_BUDGET_SCALE (certify: one factor for every property) times a property's default case count.

@@ -76,51 +76,53 @@ QSA_PROP(Workspace, LargerWorkspaceServesSmallerS, 20) {
 // message names the public function and both sizes, and that a misaligned one throws, are hardened.
 enum class WsCheck { kUndersized, kUndersizedMessage, kMisaligned };
 
+// The checks `which` selects on one pipeline: run(options) with `given` < `need` workspace bytes (the size
+// function's answer) throws, its message naming `fn` and both sizes where asked; every misalignment throws.
+template <typename Run>
+void pipelineThrows(WsCheck which, char const* fn, char const* pipeline, Run run, size_t given, size_t need,
+                    std::vector<size_t> const& misalignments) {
+    if (which != WsCheck::kMisaligned) {
+        RunOptions under;
+        under.workspaceBytes = given;
+        std::vector<std::string> const mentions =
+            which == WsCheck::kUndersizedMessage
+                ? std::vector<std::string>{fn, std::to_string(given), std::to_string(need)}
+                : std::vector<std::string>{};
+        QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { run(under); }, mentions, std::string("undersized ") + pipeline));
+    }
+    for (size_t m : which == WsCheck::kMisaligned ? misalignments : std::vector<size_t>{}) {
+        RunOptions misaligned;
+        misaligned.workspaceMisalign = m;
+        QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { run(misaligned); }, {fn},
+                                             std::string("misaligned ") + pipeline + " workspace (+" +
+                                                 std::to_string(m) + " bytes)"));
+    }
+}
+
 void workspaceThrows(WsCheck which) {
     PrefillSpec spec = *genPrefillSpec(SpecOptions{});
     ref::PrefillCase const c = toCase(spec);
     size_t const need = prefillWorkspaceSize(c.batchSize, c.seqLen);
-    RunOptions under;
-    under.workspaceBytes =
+    size_t const given =
         need - *weightedGen<size_t>({{3, pick<size_t>(1, 2, 127, 128)}, {1, flatRange<size_t>(1, need)}});
     // Every power-of-two misalignment below 128 (an alignment check modulo 64 or 16 passes all but a few),
     // plus one drawn at random.
     std::vector<size_t> misalignments = {64, 32, 16, 8, 4, 2, 1, 96};
     misalignments.push_back(*flatRange<size_t>(1, 128));
-    RC_LOG() << describe(spec) << " need=" << need << " given=" << under.workspaceBytes << "\n";
-    auto mentions = [which](std::vector<std::string> m) {
-        return which == WsCheck::kUndersizedMessage ? m : std::vector<std::string>{};
-    };
-    if (which != WsCheck::kMisaligned)
-        QSA_REQUIRE_EMPTY(throwsRuntimeError(
-            [&] { runImplPrefill(c, under); },
-            mentions({"runQsaIndexerPrefill", std::to_string(under.workspaceBytes), std::to_string(need)}),
-            "undersized prefill"));
-    for (size_t m : which == WsCheck::kMisaligned ? misalignments : std::vector<size_t>{}) {
-        RunOptions misaligned;
-        misaligned.workspaceMisalign = m;
-        QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { runImplPrefill(c, misaligned); }, {"runQsaIndexerPrefill"},
-                                             "misaligned prefill workspace (+" + std::to_string(m) + " bytes)"));
-    }
+    RC_LOG() << describe(spec) << " need=" << need << " given=" << given << "\n";
+    pipelineThrows(
+        which, "runQsaIndexerPrefill", "prefill", [&](RunOptions const& o) { runImplPrefill(c, o); }, given, need,
+        misalignments);
 
     DecodeChainSpec const ds = *genDecodeChainSpec(40, 1, false, false);
     Chain ch = makeChain(ds);
     ref::DecodeCase& d = ch.steps[0];
     d.pool.data = ch.prefillL.pool.data;
     size_t const dneed = decodeWorkspaceSize(d.batchSize, d.maxBlocks);
-    RunOptions dunder;
-    dunder.workspaceBytes = dneed - *flatRange<size_t>(1, dneed);
-    if (which != WsCheck::kMisaligned)
-        QSA_REQUIRE_EMPTY(throwsRuntimeError(
-            [&] { runImplDecode(d, dunder); },
-            mentions({"runQsaIndexerDecode", std::to_string(dunder.workspaceBytes), std::to_string(dneed)}),
-            "undersized decode"));
-    for (size_t m : which == WsCheck::kMisaligned ? misalignments : std::vector<size_t>{}) {
-        RunOptions misaligned;
-        misaligned.workspaceMisalign = m;
-        QSA_REQUIRE_EMPTY(throwsRuntimeError([&] { runImplDecode(d, misaligned); }, {"runQsaIndexerDecode"},
-                                             "misaligned decode workspace (+" + std::to_string(m) + " bytes)"));
-    }
+    size_t const dgiven = dneed - *flatRange<size_t>(1, dneed);
+    pipelineThrows(
+        which, "runQsaIndexerDecode", "decode", [&](RunOptions const& o) { runImplDecode(d, o); }, dgiven, dneed,
+        misalignments);
 }
 
 QSA_PROP(Workspace, UndersizedThrows, 30) {
