@@ -8,9 +8,7 @@ namespace qsa {
 namespace ktest {
 namespace {
 
-template <typename P>
-class DecodeTest : public ::testing::Test {};
-TYPED_TEST_SUITE(DecodeTest, DTypes, DTypeNames);
+QSA_DTYPE_TEST_SUITE(DecodeTest);
 
 TEST(DecodeWorkspace, SizeMatchesReferenceFormula) {
     for (auto bm : std::vector<std::pair<int, int>>{{1, 1}, {1, 32768}, {64, 32768}, {3, 513}, {7, 1001}}) {

@@ -8,9 +8,7 @@ namespace qsa {
 namespace ktest {
 namespace {
 
-template <typename P>
-class DecodePrepTest : public ::testing::Test {};
-TYPED_TEST_SUITE(DecodePrepTest, DTypes, DTypeNames);
+QSA_DTYPE_TEST_SUITE(DecodePrepTest);
 
 template <typename T>
 void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::PoolDims dims, Pages pages, Mode m,

@@ -7,9 +7,7 @@ namespace qsa {
 namespace ktest {
 namespace {
 
-template <typename P>
-class DecodeScoresTest : public ::testing::Test {};
-TYPED_TEST_SUITE(DecodeScoresTest, DTypes, DTypeNames);
+QSA_DTYPE_TEST_SUITE(DecodeScoresTest);
 
 template <typename T>
 void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::PoolDims dims, Pages pages, Mode qMode,

@@ -8,9 +8,7 @@ namespace qsa {
 namespace ktest {
 namespace {
 
-template <typename P>
-class KCompressTest : public ::testing::Test {};
-TYPED_TEST_SUITE(KCompressTest, DTypes, DTypeNames);
+QSA_DTYPE_TEST_SUITE(KCompressTest);
 
 struct KCase {
     int32_t B, S;

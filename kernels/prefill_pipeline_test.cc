@@ -9,9 +9,7 @@ namespace qsa {
 namespace ktest {
 namespace {
 
-template <typename P>
-class PrefillTest : public ::testing::Test {};
-TYPED_TEST_SUITE(PrefillTest, DTypes, DTypeNames);
+QSA_DTYPE_TEST_SUITE(PrefillTest);
 
 // Full check of one case: reference vs GPU without a pool, then with a pool (outIdx unchanged, pool
 // after the run equal to the reference's).

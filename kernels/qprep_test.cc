@@ -6,9 +6,7 @@ namespace qsa {
 namespace ktest {
 namespace {
 
-template <typename P>
-class QPrepTest : public ::testing::Test {};
-TYPED_TEST_SUITE(QPrepTest, DTypes, DTypeNames);
+QSA_DTYPE_TEST_SUITE(QPrepTest);
 
 struct QCase {
     int32_t B, S;

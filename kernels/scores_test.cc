@@ -7,9 +7,7 @@ namespace qsa {
 namespace ktest {
 namespace {
 
-template <typename P>
-class ScoresTest : public ::testing::Test {};
-TYPED_TEST_SUITE(ScoresTest, DTypes, DTypeNames);
+QSA_DTYPE_TEST_SUITE(ScoresTest);
 
 struct SCase {
     int32_t B, S;

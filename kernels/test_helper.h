@@ -62,6 +62,13 @@ struct DTypeNames {
     }
 };
 
+// Declares the typed suite `Suite` of a stage or pipeline test: each TYPED_TEST(Suite, ...) runs once per
+// DType, named half / bf16, with TypeParam::T (the device element type) and TypeParam::kDt.
+#define QSA_DTYPE_TEST_SUITE(Suite)                                                                                    \
+    template <typename P>                                                                                              \
+    class Suite : public ::testing::Test {};                                                                           \
+    TYPED_TEST_SUITE(Suite, ::qsa::ktest::DTypes, ::qsa::ktest::DTypeNames)
+
 char const* dtName(DType dt);
 uint32_t floatBits(float f);
 float bitsFloat(uint32_t u);
