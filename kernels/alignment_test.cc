@@ -74,45 +74,46 @@ Outcome guarded(std::function<void(Outcome&)> const& run) {
     return r;
 }
 
+// The arguments both runners take, each at its offset: outIdx (`outRows` rows of 0x5A5A5A5A), the inputs and
+// gammas of case `c`, its pool and page table, and a workspace of `wsBytes` bytes of 0xFF.
+struct OffsetArgs {
+    template <typename Case>
+    OffsetArgs(Case const& c, size_t outRows, Offsets const& o, size_t wsBytes)
+        : out(std::vector<int32_t>(outRows * ref::kIndexWidth, 0x5A5A5A5A), at(o, "outIdx")),
+          qk(c.indexQk, at(o, "indexQk")), cs(c.cosSin, at(o, "cosSin")),
+          ctx(c.contextLengths, at(o, "contextLengths")), wQ(c.wQ, at(o, "wQ")), wK(c.wK, at(o, "wK")),
+          pool(c.pool.data, at(o, "poolState.poolPtr")), table(c.pool.pageTable, at(o, "poolState.pageTable")),
+          ws(std::vector<uint8_t>(wsBytes, 0xFF), at(o, "workspace")),
+          wsBytes(wsBytes), st{pool.ptr(),           table.as<int32_t const>(), c.pool.dims.maxPagesPerSeq,
+                               c.pool.dims.numPages, c.pool.dims.numKVHeads,    c.pool.dims.poolHeadDim,
+                               c.pool.dims.headSize} {}
+    OffsetBuf out, qk, cs, ctx, wQ, wK, pool, table, ws;
+    size_t wsBytes;
+    kn::QsaIndexerPoolState st;
+};
+
 template <typename T>
 Outcome runPrefill(ref::PrefillCase const& c, Offsets const& o) {
     return guarded([&](Outcome& r) {
-        OffsetBuf out(std::vector<int32_t>(size_t(c.batchSize) * c.seqLen * ref::kIndexWidth, 0x5A5A5A5A),
-                      at(o, "outIdx"));
-        OffsetBuf qk(c.indexQk, at(o, "indexQk")), cs(c.cosSin, at(o, "cosSin")),
-            ctx(c.contextLengths, at(o, "contextLengths")), wQ(c.wQ, at(o, "wQ")), wK(c.wK, at(o, "wK"));
-        OffsetBuf pool(c.pool.data, at(o, "poolState.poolPtr")), table(c.pool.pageTable, at(o, "poolState.pageTable"));
-        size_t const wsBytes = kn::getQsaIndexerWorkspaceSize(c.batchSize, c.seqLen);
-        OffsetBuf ws(std::vector<uint8_t>(wsBytes, 0xFF), at(o, "workspace"));
-        kn::QsaIndexerPoolState st{pool.ptr(),           table.as<int32_t const>(), c.pool.dims.maxPagesPerSeq,
-                                   c.pool.dims.numPages, c.pool.dims.numKVHeads,    c.pool.dims.poolHeadDim,
-                                   c.pool.dims.headSize};
-        kn::runQsaIndexerPrefill<T>(out.as<int32_t>(), qk.as<T const>(), cs.as<float const>(), ctx.as<int32_t const>(),
-                                    wQ.as<T const>(), wK.as<T const>(), c.rmsEps, ws.ptr(), wsBytes, c.batchSize,
-                                    c.seqLen, &st, nullptr);
-        r.outIdx = out.download<int32_t>();
-        r.pool = pool.download<uint16_t>();
+        OffsetArgs a(c, size_t(c.batchSize) * c.seqLen, o, kn::getQsaIndexerWorkspaceSize(c.batchSize, c.seqLen));
+        kn::runQsaIndexerPrefill<T>(a.out.as<int32_t>(), a.qk.as<T const>(), a.cs.as<float const>(),
+                                    a.ctx.as<int32_t const>(), a.wQ.as<T const>(), a.wK.as<T const>(), c.rmsEps,
+                                    a.ws.ptr(), a.wsBytes, c.batchSize, c.seqLen, &a.st, nullptr);
+        r.outIdx = a.out.download<int32_t>();
+        r.pool = a.pool.download<uint16_t>();
     });
 }
 
 template <typename T>
 Outcome runDecode(ref::DecodeCase const& c, Offsets const& o) {
     return guarded([&](Outcome& r) {
-        OffsetBuf out(std::vector<int32_t>(size_t(c.batchSize) * ref::kIndexWidth, 0x5A5A5A5A), at(o, "outIdx"));
-        OffsetBuf qk(c.indexQk, at(o, "indexQk")), cs(c.cosSin, at(o, "cosSin")),
-            ctx(c.contextLengths, at(o, "contextLengths")), wQ(c.wQ, at(o, "wQ")), wK(c.wK, at(o, "wK"));
-        OffsetBuf pool(c.pool.data, at(o, "poolState.poolPtr")), table(c.pool.pageTable, at(o, "poolState.pageTable"));
+        OffsetArgs a(c, size_t(c.batchSize), o, kn::getQsaIndexerDecodeWorkspaceSize(c.batchSize, c.maxBlocks));
         OffsetBuf split(c.splitCounters, at(o, "splitCounters"));
-        size_t const wsBytes = kn::getQsaIndexerDecodeWorkspaceSize(c.batchSize, c.maxBlocks);
-        OffsetBuf ws(std::vector<uint8_t>(wsBytes, 0xFF), at(o, "workspace"));
-        kn::QsaIndexerPoolState st{pool.ptr(),           table.as<int32_t const>(), c.pool.dims.maxPagesPerSeq,
-                                   c.pool.dims.numPages, c.pool.dims.numKVHeads,    c.pool.dims.poolHeadDim,
-                                   c.pool.dims.headSize};
-        kn::runQsaIndexerDecode<T>(out.as<int32_t>(), qk.as<T const>(), cs.as<float const>(), ctx.as<int32_t const>(),
-                                   wQ.as<T const>(), wK.as<T const>(), c.rmsEps, st, split.as<int32_t>(), ws.ptr(),
-                                   wsBytes, c.batchSize, c.maxBlocks, nullptr);
-        r.outIdx = out.download<int32_t>();
-        r.pool = pool.download<uint16_t>();
+        kn::runQsaIndexerDecode<T>(a.out.as<int32_t>(), a.qk.as<T const>(), a.cs.as<float const>(),
+                                   a.ctx.as<int32_t const>(), a.wQ.as<T const>(), a.wK.as<T const>(), c.rmsEps, a.st,
+                                   split.as<int32_t>(), a.ws.ptr(), a.wsBytes, c.batchSize, c.maxBlocks, nullptr);
+        r.outIdx = a.out.download<int32_t>();
+        r.pool = a.pool.download<uint16_t>();
         r.split = split.download<int32_t>();
     });
 }

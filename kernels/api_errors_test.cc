@@ -37,40 +37,25 @@ void expectThrows(std::string const& label, std::function<void()> const& fn, std
 using T = half;
 constexpr int32_t kB = 2, kS = 9, kMaxBlocks = 8;
 
-struct Fixture {
-    Fixture()
-        : qk(size_t(kB) * kS * 640), cs(size_t(kS) * 64), ctx(std::vector<int32_t>{9, 5}), wQ(128), wK(128),
-          out(size_t(kB) * kS * 2051), pageTable(std::vector<int32_t>(size_t(kB) * 2 * 1, -1)),
-          poolData(size_t(2) * 4 * 128 * 2 * 384), split(size_t(kB) * 2),
-          wsBytes(kn::getQsaIndexerWorkspaceSize(kB, kS)), ws(wsBytes + 256),
-          dWsBytes(kn::getQsaIndexerDecodeWorkspaceSize(kB, kMaxBlocks)), dWs(dWsBytes + 256) {
-        qk.fillBytes(0);
-        cs.fillBytes(0);
-        wQ.fillBytes(0);
-        wK.fillBytes(0);
-        pool = {poolData.get(), pageTable.get(), 1, 4, 2, 384, 256};
-    }
-    DevBuf<uint16_t> qk;
-    DevBuf<float> cs;
-    DevBuf<int32_t> ctx;
-    DevBuf<uint16_t> wQ, wK;
-    DevBuf<int32_t> out, pageTable;
-    DevBuf<uint16_t> poolData;
-    DevBuf<int32_t> split;
-    size_t wsBytes;
-    DevBuf<uint8_t> ws;
-    size_t dWsBytes;
-    DevBuf<uint8_t> dWs;
-    kn::QsaIndexerPoolState pool{};
-};
-
-struct PrefillArgs {
+// The pointer arguments both runners take first.
+struct Inputs {
     int32_t* outIdx;
     T const* indexQk;
     float const* cosSin;
     int32_t const* contextLengths;
     T const* wQ;
     T const* wK;
+};
+
+// A pool of 4 pages, 2 KV heads, every page-table entry a hole; 256 bytes of workspace slack to misalign.
+struct Fixture : RunnerBufs {
+    Fixture() : RunnerBufs(kB, kS, kMaxBlocks, {9, 5}, {4, 1, 2, 384, 256}, std::vector<int32_t>(kB * 2, -1), 256) {}
+    Inputs inputs() const {
+        return {out.get(), qk.as<T const>(), cs.get(), ctx.get(), wQ.as<T const>(), wK.as<T const>()};
+    }
+};
+
+struct PrefillArgs : Inputs {
     void* workspace;
     size_t workspaceBytes;
     int32_t batchSize, seqLen;
@@ -82,13 +67,7 @@ void callPrefill(PrefillArgs const& a) {
                                 a.workspaceBytes, a.batchSize, a.seqLen, a.pool, nullptr);
 }
 
-struct DecodeArgs {
-    int32_t* outIdx;
-    T const* indexQk;
-    float const* cosSin;
-    int32_t const* contextLengths;
-    T const* wQ;
-    T const* wK;
+struct DecodeArgs : Inputs {
     kn::QsaIndexerPoolState pool;
     int32_t* split;
     void* workspace;
@@ -99,6 +78,16 @@ struct DecodeArgs {
 void callDecode(DecodeArgs const& a) {
     kn::runQsaIndexerDecode<T>(a.outIdx, a.indexQk, a.cosSin, a.contextLengths, a.wQ, a.wK, 1e-6f, a.pool, a.split,
                                a.workspace, a.workspaceBytes, a.batchSize, a.maxBlocks, nullptr);
+}
+
+// with(mut): a call of `call` on `good` with one argument changed by mut.
+template <typename Args>
+auto changedCall(Args const& good, void (*call)(Args const&)) {
+    return [good, call](auto mut) {
+        Args a = good;
+        mut(a);
+        return [a, call] { call(a); };
+    };
 }
 
 // Invalid pool states (section 2), each with the field the message must name.
@@ -123,44 +112,53 @@ std::vector<std::pair<std::string, kn::QsaIndexerPoolState>> badPools(kn::QsaInd
     return v;
 }
 
+// The checks both runners make first (contract section 2): `with(mut)` is the valid call with one argument
+// changed; dim is the second size (seqLen / maxBlocks), set to 0 and `negative`; the workspace is moved by
+// `misalign` bytes.
+template <typename Args, typename With>
+void expectSharedRunnerChecks(char const* fn, With with, char const* dimName, int32_t Args::*dim, int32_t negative,
+                              size_t misalign) {
+    expectThrows("outIdx null", with([](Args& a) { a.outIdx = nullptr; }), {fn, "outIdx"});
+    expectThrows("indexQk null", with([](Args& a) { a.indexQk = nullptr; }), {fn, "indexQk"});
+    expectThrows("cosSin null", with([](Args& a) { a.cosSin = nullptr; }), {fn, "cosSin"});
+    expectThrows("contextLengths null", with([](Args& a) { a.contextLengths = nullptr; }), {fn, "contextLengths"});
+    expectThrows("wQ null", with([](Args& a) { a.wQ = nullptr; }), {fn, "wQ"});
+    expectThrows("wK null", with([](Args& a) { a.wK = nullptr; }), {fn, "wK"});
+    expectThrows("workspace null", with([](Args& a) { a.workspace = nullptr; }), {fn, "workspace"});
+    for (int32_t v : {0, negative}) {
+        expectThrows("batchSize " + std::to_string(v), with([v](Args& a) { a.batchSize = v; }), {fn, "batchSize"});
+        expectThrows(dimName + (" " + std::to_string(v)), with([v, dim](Args& a) { a.*dim = v; }), {fn, dimName});
+    }
+    expectThrows("workspace misaligned",
+                 with([misalign](Args& a) { a.workspace = static_cast<char*>(a.workspace) + misalign; }),
+                 {fn, "workspace"});
+}
+
+// Every invalid pool state of badPools in an otherwise valid call `withPool(pool)`.
+template <typename WithPool>
+void expectBadPoolsThrow(char const* fn, kn::QsaIndexerPoolState const& good, WithPool withPool) {
+    for (auto const& bp : badPools(good)) {
+        std::function<void()> const call = withPool(bp.second);
+        if (bp.first == "headSize+128>poolHeadDim") {
+            expectThrows("pool " + bp.first, call, {fn}, {"headSize", "poolHeadDim"});
+        } else {
+            expectThrows("pool " + bp.first, call, {fn, bp.first});
+        }
+    }
+}
+
 TEST(ApiErrors, Prefill) {
     Fixture f;
     char const* fn = "runQsaIndexerPrefill";
-    PrefillArgs good{f.out.get(),
-                     reinterpret_cast<T const*>(f.qk.get()),
-                     f.cs.get(),
-                     f.ctx.get(),
-                     reinterpret_cast<T const*>(f.wQ.get()),
-                     reinterpret_cast<T const*>(f.wK.get()),
-                     f.ws.get(),
-                     f.wsBytes,
-                     kB,
-                     kS,
-                     nullptr};
+    PrefillArgs good{f.inputs(), f.ws.get(), f.wsBytes, kB, kS, nullptr};
     ASSERT_NO_THROW(callPrefill(good));
     PrefillArgs withPool = good;
     withPool.pool = &f.pool;
     ASSERT_NO_THROW(callPrefill(withPool));
     QSA_CUDA(cudaDeviceSynchronize());
 
-    auto with = [&](auto mut) {
-        PrefillArgs a = good;
-        mut(a);
-        return [a] { callPrefill(a); };
-    };
-    expectThrows("outIdx null", with([](auto& a) { a.outIdx = nullptr; }), {fn, "outIdx"});
-    expectThrows("indexQk null", with([](auto& a) { a.indexQk = nullptr; }), {fn, "indexQk"});
-    expectThrows("cosSin null", with([](auto& a) { a.cosSin = nullptr; }), {fn, "cosSin"});
-    expectThrows("contextLengths null", with([](auto& a) { a.contextLengths = nullptr; }), {fn, "contextLengths"});
-    expectThrows("wQ null", with([](auto& a) { a.wQ = nullptr; }), {fn, "wQ"});
-    expectThrows("wK null", with([](auto& a) { a.wK = nullptr; }), {fn, "wK"});
-    expectThrows("workspace null", with([](auto& a) { a.workspace = nullptr; }), {fn, "workspace"});
-    for (int32_t v : {0, -1}) {
-        expectThrows("batchSize " + std::to_string(v), with([v](auto& a) { a.batchSize = v; }), {fn, "batchSize"});
-        expectThrows("seqLen " + std::to_string(v), with([v](auto& a) { a.seqLen = v; }), {fn, "seqLen"});
-    }
-    expectThrows("workspace misaligned", with([](auto& a) { a.workspace = static_cast<char*>(a.workspace) + 64; }),
-                 {fn, "workspace"});
+    auto with = changedCall(good, callPrefill);
+    expectSharedRunnerChecks<PrefillArgs>(fn, with, "seqLen", &PrefillArgs::seqLen, -1, 64);
     expectThrows("workspace misaligned by 4", with([](auto& a) { a.workspace = static_cast<char*>(a.workspace) + 4; }),
                  {fn, "workspace"});
     size_t need = f.wsBytes;
@@ -171,72 +169,37 @@ TEST(ApiErrors, Prefill) {
     size_t need2 = kn::getQsaIndexerWorkspaceSize(kB, 4096);
     expectThrows("workspace for a smaller S", with([](auto& a) { a.seqLen = 4096; }),
                  {fn, "workspace", std::to_string(f.wsBytes), std::to_string(need2)});
-    for (auto const& bp : badPools(f.pool)) {
-        auto p = std::make_shared<kn::QsaIndexerPoolState>(bp.second);
+    expectBadPoolsThrow(fn, f.pool, [&](kn::QsaIndexerPoolState const& bad) {
+        auto p = std::make_shared<kn::QsaIndexerPoolState>(bad);
         PrefillArgs a = withPool;
         a.pool = p.get();
-        if (bp.first == "headSize+128>poolHeadDim") {
-            expectThrows("pool " + bp.first, [a, p] { callPrefill(a); }, {fn}, {"headSize", "poolHeadDim"});
-        } else {
-            expectThrows("pool " + bp.first, [a, p] { callPrefill(a); }, {fn, bp.first});
-        }
-    }
+        return [a, p] { callPrefill(a); };
+    });
 }
 
 TEST(ApiErrors, Decode) {
     Fixture f;
     char const* fn = "runQsaIndexerDecode";
-    DecodeArgs good{f.out.get(),
-                    reinterpret_cast<T const*>(f.qk.get()),
-                    f.cs.get(),
-                    f.ctx.get(),
-                    reinterpret_cast<T const*>(f.wQ.get()),
-                    reinterpret_cast<T const*>(f.wK.get()),
-                    f.pool,
-                    f.split.get(),
-                    f.dWs.get(),
-                    f.dWsBytes,
-                    kB,
-                    kMaxBlocks};
+    DecodeArgs good{f.inputs(), f.pool, f.split.get(), f.dWs.get(), f.dWsBytes, kB, kMaxBlocks};
     ASSERT_NO_THROW(callDecode(good));
     DecodeArgs noSplit = good;
     noSplit.split = nullptr; // splitCounters is optional
     ASSERT_NO_THROW(callDecode(noSplit));
     QSA_CUDA(cudaDeviceSynchronize());
 
-    auto with = [&](auto mut) {
-        DecodeArgs a = good;
-        mut(a);
-        return [a] { callDecode(a); };
-    };
-    expectThrows("outIdx null", with([](auto& a) { a.outIdx = nullptr; }), {fn, "outIdx"});
-    expectThrows("indexQk null", with([](auto& a) { a.indexQk = nullptr; }), {fn, "indexQk"});
-    expectThrows("cosSin null", with([](auto& a) { a.cosSin = nullptr; }), {fn, "cosSin"});
-    expectThrows("contextLengths null", with([](auto& a) { a.contextLengths = nullptr; }), {fn, "contextLengths"});
-    expectThrows("wQ null", with([](auto& a) { a.wQ = nullptr; }), {fn, "wQ"});
-    expectThrows("wK null", with([](auto& a) { a.wK = nullptr; }), {fn, "wK"});
-    expectThrows("workspace null", with([](auto& a) { a.workspace = nullptr; }), {fn, "workspace"});
-    for (int32_t v : {0, -3}) {
-        expectThrows("batchSize " + std::to_string(v), with([v](auto& a) { a.batchSize = v; }), {fn, "batchSize"});
-        expectThrows("maxBlocks " + std::to_string(v), with([v](auto& a) { a.maxBlocks = v; }), {fn, "maxBlocks"});
-    }
-    expectThrows("workspace misaligned", with([](auto& a) { a.workspace = static_cast<char*>(a.workspace) + 32; }),
-                 {fn, "workspace"});
+    auto with = changedCall(good, callDecode);
+    expectSharedRunnerChecks<DecodeArgs>(fn, with, "maxBlocks", &DecodeArgs::maxBlocks, -3, 32);
     size_t need = f.dWsBytes;
     expectThrows("workspace undersized", with([need](auto& a) { a.workspaceBytes = need - 1; }),
                  {fn, "workspace", std::to_string(need - 1), std::to_string(need)});
     size_t need2 = kn::getQsaIndexerDecodeWorkspaceSize(kB, 100000);
     expectThrows("workspace for fewer blocks", with([](auto& a) { a.maxBlocks = 100000; }),
                  {fn, "workspace", std::to_string(f.dWsBytes), std::to_string(need2)});
-    for (auto const& bp : badPools(f.pool)) {
+    expectBadPoolsThrow(fn, f.pool, [&](kn::QsaIndexerPoolState const& bad) {
         DecodeArgs a = good;
-        a.pool = bp.second;
-        if (bp.first == "headSize+128>poolHeadDim") {
-            expectThrows("pool " + bp.first, [a] { callDecode(a); }, {fn}, {"headSize", "poolHeadDim"});
-        } else {
-            expectThrows("pool " + bp.first, [a] { callDecode(a); }, {fn, bp.first});
-        }
-    }
+        a.pool = bad;
+        return [a] { callDecode(a); };
+    });
 }
 
 TEST(ApiErrors, SizeFunctions) {

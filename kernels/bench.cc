@@ -112,6 +112,33 @@ Floors measureFloors() {
     return f;
 }
 
+// The inputs of one runner call: indexQk [rows, 640], wQ and wK (one buffer of 256), the rope table for
+// `positions` positions and contextLengths all `ctxLen`, outIdx [rows, 2051]. T inputs are filled on the
+// device from seeds `seed` (indexQk) and seed + 1 (gammas).
+template <typename T>
+struct RunnerInputs {
+    RunnerInputs(DeviceMemory& mem, int64_t rows, int32_t B, int32_t positions, int32_t ctxLen, uint32_t seed,
+                 bool isBf16, cudaStream_t st)
+        : qk(mem.alloc<uint16_t>(size_t(rows) * 640)), w(mem.alloc<uint16_t>(256)),
+          cs(mem.alloc<float>(size_t(positions) * 64)), ctx(mem.alloc<int32_t>(B)),
+          out(mem.alloc<int32_t>(size_t(rows) * 2051)) {
+        qsa::bench::fillRandomT(qk, size_t(rows) * 640, seed, isBf16, st);
+        qsa::bench::fillRandomT(w, 256, seed + 1, isBf16, st);
+        qsa::bench::fillCosSin(cs, positions, st);
+        std::vector<int32_t> hctx(B, ctxLen);
+        ck(cudaMemcpy(ctx, hctx.data(), B * 4, cudaMemcpyHostToDevice), "ctx");
+        ck(cudaDeviceSynchronize(), "sync"); // the legacy-stream copies do not order with the non-blocking stream
+    }
+    T const* tq() const { return reinterpret_cast<T const*>(qk); }
+    T const* tw() const { return reinterpret_cast<T const*>(w); }
+    T const* twK() const { return reinterpret_cast<T const*>(w + 128); }
+    uint16_t* qk;
+    uint16_t* w;
+    float* cs;
+    int32_t* ctx;
+    int32_t* out;
+};
+
 template <typename T>
 void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int runs, Floors const& fl) {
     DeviceMemory mem;
@@ -120,22 +147,13 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
     int64_t const rc = std::min<int64_t>(rowsAll, std::max<int64_t>(8388608 / MB, 256));
     cudaStream_t st;
     ck(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
-    auto* qk = mem.alloc<uint16_t>(size_t(rowsAll) * 640);
-    auto* w = mem.alloc<uint16_t>(256);
-    auto* cs = mem.alloc<float>(size_t(S) * 64);
-    auto* ctx = mem.alloc<int32_t>(B);
-    auto* out = mem.alloc<int32_t>(size_t(rowsAll) * 2051);
-    qsa::bench::fillRandomT(qk, size_t(rowsAll) * 640, 1, isBf16, st);
-    qsa::bench::fillRandomT(w, 256, 2, isBf16, st);
-    qsa::bench::fillCosSin(cs, S, st);
-    std::vector<int32_t> hctx(B, S);
-    ck(cudaMemcpy(ctx, hctx.data(), B * 4, cudaMemcpyHostToDevice), "ctx");
-    ck(cudaDeviceSynchronize(), "sync"); // the legacy-stream copies do not order with the non-blocking stream
+    RunnerInputs<T> const in(mem, rowsAll, B, S, S, 1, isBf16, st);
+    int32_t* out = in.out;
+    int32_t const* ctx = in.ctx;
+    float const* cs = in.cs;
+    T const *tq = in.tq(), *tw = in.tw(), *twK = in.twK();
     size_t wsBytes = kn::getQsaIndexerWorkspaceSize(B, S);
     auto* ws = mem.alloc<char>(wsBytes);
-    T const* tq = reinterpret_cast<T const*>(qk);
-    T const* tw = reinterpret_cast<T const*>(w);
-    T const* twK = reinterpret_cast<T const*>(w + 128);
     auto runOnce = [&] {
         kn::runQsaIndexerPrefill<T>(out, tq, cs, ctx, tw, twK, 1e-6f, ws, wsBytes, B, S, nullptr, st);
     };
@@ -250,23 +268,14 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
     auto* dpt = mem.alloc<int32_t>(pt.size());
     ck(cudaMemcpy(dpt, pt.data(), pt.size() * 4, cudaMemcpyHostToDevice), "pt");
     kn::QsaIndexerPoolState ps{pool, dpt, pagesPerSeq, numPages, kvHeads, poolHeadDim, headSize};
-    auto* qk = mem.alloc<uint16_t>(size_t(B) * 640);
-    auto* w = mem.alloc<uint16_t>(256);
-    auto* cs = mem.alloc<float>(size_t(ctxLen) * 64);
-    auto* ctx = mem.alloc<int32_t>(B);
-    auto* out = mem.alloc<int32_t>(size_t(B) * 2051);
+    RunnerInputs<T> const in(mem, B, B, ctxLen, ctxLen, 4, isBf16, st);
+    int32_t* out = in.out;
+    int32_t const* ctx = in.ctx;
+    float const* cs = in.cs;
+    T const *tq = in.tq(), *tw = in.tw(), *twK = in.twK();
     auto* split = mem.alloc<int32_t>(size_t(B) * kvHeads);
-    qsa::bench::fillRandomT(qk, size_t(B) * 640, 4, isBf16, st);
-    qsa::bench::fillRandomT(w, 256, 5, isBf16, st);
-    qsa::bench::fillCosSin(cs, ctxLen, st);
-    std::vector<int32_t> hctx(B, ctxLen);
-    ck(cudaMemcpy(ctx, hctx.data(), B * 4, cudaMemcpyHostToDevice), "ctx");
-    ck(cudaDeviceSynchronize(), "sync"); // the legacy-stream copies do not order with the non-blocking stream
     size_t wsBytes = kn::getQsaIndexerDecodeWorkspaceSize(B, maxBlocks);
     auto* ws = mem.alloc<char>(wsBytes);
-    T const* tq = reinterpret_cast<T const*>(qk);
-    T const* tw = reinterpret_cast<T const*>(w);
-    T const* twK = reinterpret_cast<T const*>(w + 128);
     auto runOnce = [&](cudaStream_t s) {
         kn::runQsaIndexerDecode<T>(out, tq, cs, ctx, tw, twK, 1e-6f, ps, split, ws, wsBytes, B, maxBlocks, s);
     };

@@ -72,46 +72,15 @@ __global__ void cosSinKernel(float* p, int32_t numPos) {
     p[size_t(pos) * 64 + 32 + i] = static_cast<float>(sin(theta));
 }
 
-} // namespace
-
-double timeFmaKernel(int reps, double* flop) {
-    int dev = 0, sms = 0;
-    check(cudaGetDevice(&dev), "cudaGetDevice");
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "sm count");
-    float* sink = nullptr;
-    check(cudaMalloc(&sink, 1024 * sizeof(float)), "cudaMalloc");
-    int blocks = sms * 8, threads = 256;
-    fmaKernel<<<blocks, threads>>>(sink, 0.999f, 0.001f); // warm-up
-    cudaEvent_t e0, e1;
-    check(cudaEventCreate(&e0), "event");
-    check(cudaEventCreate(&e1), "event");
-    check(cudaEventRecord(e0), "record");
-    for (int r = 0; r < reps; ++r)
-        fmaKernel<<<blocks, threads>>>(sink, 0.999f, 0.001f);
-    check(cudaEventRecord(e1), "record");
-    check(cudaEventSynchronize(e1), "sync");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    cudaFree(sink);
-    *flop = 2.0 * kChains * kIters * double(blocks) * threads * reps;
-    return ms * 1e-3;
-}
-
-double timeCopyKernel(void* dst, void const* src, size_t bytes, int reps) {
-    size_t n = bytes / sizeof(float4);
-    int dev = 0, sms = 0;
-    check(cudaGetDevice(&dev), "cudaGetDevice");
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "sm count");
-    int blocks = sms * 16, threads = 512;
-    copyKernel<<<blocks, threads>>>(static_cast<float4*>(dst), static_cast<float4 const*>(src), n);
+// Seconds for `reps` calls of launch() on the legacy stream, timed with a pair of CUDA events.
+template <typename Launch>
+double timeLaunches(int reps, Launch launch) {
     cudaEvent_t e0, e1;
     check(cudaEventCreate(&e0), "event");
     check(cudaEventCreate(&e1), "event");
     check(cudaEventRecord(e0), "record");
     for (int r = 0; r < reps; ++r) {
-        copyKernel<<<blocks, threads>>>(static_cast<float4*>(dst), static_cast<float4 const*>(src), n);
+        launch();
     }
     check(cudaEventRecord(e1), "record");
     check(cudaEventSynchronize(e1), "sync");
@@ -120,6 +89,37 @@ double timeCopyKernel(void* dst, void const* src, size_t bytes, int reps) {
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
     return ms * 1e-3;
+}
+
+int smCount() {
+    int dev = 0, sms = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "sm count");
+    return sms;
+}
+
+} // namespace
+
+double timeFmaKernel(int reps, double* flop) {
+    float* sink = nullptr;
+    check(cudaMalloc(&sink, 1024 * sizeof(float)), "cudaMalloc");
+    int blocks = smCount() * 8, threads = 256;
+    auto launch = [&] { fmaKernel<<<blocks, threads>>>(sink, 0.999f, 0.001f); };
+    launch(); // warm-up
+    double const s = timeLaunches(reps, launch);
+    cudaFree(sink);
+    *flop = 2.0 * kChains * kIters * double(blocks) * threads * reps;
+    return s;
+}
+
+double timeCopyKernel(void* dst, void const* src, size_t bytes, int reps) {
+    size_t n = bytes / sizeof(float4);
+    int blocks = smCount() * 16, threads = 512;
+    auto launch = [&] {
+        copyKernel<<<blocks, threads>>>(static_cast<float4*>(dst), static_cast<float4 const*>(src), n);
+    };
+    launch(); // warm-up
+    return timeLaunches(reps, launch);
 }
 
 void fillRandomT(uint16_t* p, size_t n, uint32_t seed, bool isBf16, cudaStream_t stream) {

@@ -101,15 +101,9 @@ void launchQsaDecodePrep(T* qNormed, T const* indexQk, float const* cosSin, int3
                          int32_t maxBlocks, cudaStream_t stream) {
     QSA_MUTANT_SYNC();
     char const* fn = "launchQsaDecodePrep";
-    requirePtr(fn, "qNormed", qNormed);
-    requirePtr(fn, "indexQk", indexQk);
-    requirePtr(fn, "cosSin", cosSin);
-    requirePtr(fn, "contextLengths", contextLengths);
-    requirePtr(fn, "wQ", wQ);
+    requireNormRopePtrs(fn, "qNormed", qNormed, indexQk, cosSin, contextLengths, "wQ", wQ);
     requirePtr(fn, "wK", wK);
-    checkPoolState(fn, poolState);
-    requirePositive(fn, "batchSize", batchSize);
-    requirePositive(fn, "maxBlocks", maxBlocks);
+    checkDecodeGeometry(fn, poolState, batchSize, maxBlocks);
     // + 0 threads, or an invalid > 1024 under the failed-launch test hook (kernels/qsaTestHooks.h).
     unsigned const threads = 160u + qsa_test::invalidLaunchExtraThreads();
     decodePrepKernel<T><<<batchSize, threads, 0, stream>>>(qNormed, indexQk, cosSin, contextLengths, wQ, wK, rmsEps,

@@ -178,9 +178,7 @@ void launchQsaDecodeScores(float* logits, T const* qNormed, int32_t const* conte
     requirePtr(fn, "logits", logits);
     requirePtr(fn, "qNormed", qNormed);
     requirePtr(fn, "contextLengths", contextLengths);
-    checkPoolState(fn, poolState);
-    requirePositive(fn, "batchSize", batchSize);
-    requirePositive(fn, "maxBlocks", maxBlocks);
+    checkDecodeGeometry(fn, poolState, batchSize, maxBlocks);
     if (batchSize > kMaxGridY) {
         fail(fn, "batchSize must be <= ", kMaxGridY, ", got ", batchSize);
     }

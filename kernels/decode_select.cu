@@ -297,8 +297,7 @@ void launchQsaZeroSplitCounters(int32_t* splitCounters, int32_t batchSize, int32
     requirePositive(fn, "batchSize", batchSize);
     requirePositive(fn, "numKVHeads", numKVHeads);
     int64_t const n = static_cast<int64_t>(batchSize) * numKVHeads;
-    int64_t const grid = ceilDiv(n, 256);
-    zeroSplitCountersKernel<<<static_cast<unsigned>(grid < 4096 ? grid : 4096), 256, 0, stream>>>(splitCounters, n);
+    zeroSplitCountersKernel<<<gridFor(n, 256, 4096), 256, 0, stream>>>(splitCounters, n);
     checkLaunch(fn);
 }
 

@@ -46,10 +46,8 @@ void launchExpandImpl(int32_t* outIdx, int32_t const* sortedIds, int32_t const* 
     if (rowBegin == rowEnd) {
         return;
     }
-    int64_t const rows = rowEnd - rowBegin;
-    int const grid = static_cast<int>(rows < (1 << 30) ? rows : (1 << 30));
-    expandKernel<<<grid, 256, 0, stream>>>(outIdx, sortedIds, contextLengths, seqLen,
-                                           static_cast<int32_t>(ceilDiv(seqLen, 4)), rowBegin, rowEnd);
+    expandKernel<<<gridFor(rowEnd - rowBegin, 1), 256, 0, stream>>>(
+        outIdx, sortedIds, contextLengths, seqLen, static_cast<int32_t>(ceilDiv(seqLen, 4)), rowBegin, rowEnd);
     checkLaunch("launchQsaExpand");
 }
 
@@ -63,13 +61,7 @@ void launchQsaExpand(int32_t* outIdx, int32_t const* sortedIds, int32_t const* c
     requirePtr(fn, "outIdx", outIdx);
     requirePtr(fn, "sortedIds", sortedIds);
     requirePtr(fn, "contextLengths", contextLengths);
-    requirePositive(fn, "batchSize", batchSize);
-    requirePositive(fn, "seqLen", seqLen);
-    int64_t const rows = static_cast<int64_t>(batchSize) * seqLen;
-    if (rowBegin < 0 || rowBegin > rowEnd || rowEnd > rows) {
-        fail(fn, "need 0 <= rowBegin <= rowEnd <= batchSize * seqLen, got rowBegin ", rowBegin, ", rowEnd ", rowEnd,
-             ", batchSize * seqLen ", rows);
-    }
+    checkRowRange(fn, batchSize, seqLen, rowBegin, rowEnd);
     launchExpandImpl(outIdx, sortedIds, contextLengths, seqLen, rowBegin, rowEnd, stream);
 }
 

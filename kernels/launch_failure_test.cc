@@ -15,19 +15,11 @@ namespace {
 using T = half;
 namespace hook = kn::qsa_test;
 
-struct Bufs {
-    static constexpr int32_t kB = 2, kS = 40, kMaxBlocks = 16;
-    Bufs()
-        : qk(size_t(kB) * kS * 640), cs(size_t(kS) * 64), ctx(std::vector<int32_t>{40, 13}), wQ(128), wK(128),
-          out(size_t(kB) * kS * 2051), table(std::vector<int32_t>{0, 2, 1, 3}), poolData(size_t(4) * 128 * 384),
-          split(size_t(kB)), ws(kn::getQsaIndexerWorkspaceSize(kB, kS)),
-          dWs(kn::getQsaIndexerDecodeWorkspaceSize(kB, kMaxBlocks)) {
-        for (auto* b : {&qk, &wQ, &wK, &poolData})
-            b->fillBytes(0);
-        cs.fillBytes(0);
-        // [B, 2, 1]: sequence 0 K 0, V 2; sequence 1 K 1, V 3 (numPages 2).
-        pool = {poolData.get(), table.get(), 1, 2, 1, 384, 256};
-    }
+constexpr int32_t kB = 2, kS = 40, kMaxBlocks = 16;
+
+struct Bufs : RunnerBufs {
+    // Page table [B, 2, 1]: sequence 0 K 0, V 2; sequence 1 K 1, V 3 (numPages 2, one KV head).
+    Bufs() : RunnerBufs(kB, kS, kMaxBlocks, {40, 13}, {2, 1, 1, 384, 256}, {0, 2, 1, 3}) {}
     void prefill() {
         kn::runQsaIndexerPrefill<T>(out.get(), reinterpret_cast<T const*>(qk.get()), cs.get(), ctx.get(),
                                     reinterpret_cast<T const*>(wQ.get()), reinterpret_cast<T const*>(wK.get()), 1e-6f,
@@ -38,15 +30,6 @@ struct Bufs {
                                    reinterpret_cast<T const*>(wQ.get()), reinterpret_cast<T const*>(wK.get()), 1e-6f,
                                    pool, split.get(), dWs.get(), dWs.bytes(), kB, kMaxBlocks, nullptr);
     }
-    DevBuf<uint16_t> qk;
-    DevBuf<float> cs;
-    DevBuf<int32_t> ctx;
-    DevBuf<uint16_t> wQ, wK;
-    DevBuf<int32_t> out, table;
-    DevBuf<uint16_t> poolData;
-    DevBuf<int32_t> split;
-    DevBuf<uint8_t> ws, dWs;
-    kn::QsaIndexerPoolState pool{};
 };
 
 // fn() must throw a std::runtime_error whose message names `function` and the invalid configuration.

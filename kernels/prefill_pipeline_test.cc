@@ -13,8 +13,10 @@ QSA_DTYPE_TEST_SUITE(PrefillTest);
 
 // Full check of one case: reference vs GPU without a pool, then with a pool (outIdx unchanged, pool
 // after the run equal to the reference's).
-template <typename T>
-void checkCase(DType dt, PrefillSpec const& s, bool withPool, Pages pages = Pages::kFull) {
+template <typename P>
+void checkCase(PrefillSpec const& s, bool withPool, Pages pages = Pages::kFull) {
+    using T = typename P::T;
+    DType const dt = P::kDt;
     std::string p = specStr(dt, s);
     SCOPED_TRACE(p);
     ref::PrefillCase c = makePrefillCase(dt, s);
@@ -74,47 +76,37 @@ TEST(PrefillWorkspace, BoundCoversSmallerS) {
 
 TYPED_TEST(PrefillTest, SmallContexts) {
     // ctx = 0..9 on S = 9 (S not a multiple of 4), plus out-of-range ctx (clamped to [0, S]).
-    PrefillSpec s;
-    s.B = 13;
-    s.S = 9;
-    s.ctx = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -3, 1000};
+    PrefillSpec s = prefillSpec(13, 9, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -3, 1000}, 1);
     for (Mode m : {Mode::kNormal, Mode::kLowEntropy, Mode::kSpecial}) {
         s.qk = m;
         ++s.seed;
-        checkCase<typename TypeParam::T>(TypeParam::kDt, s, true);
-        checkCase<typename TypeParam::T>(TypeParam::kDt, s, true, Pages::kHoles);
+        checkCase<TypeParam>(s, true);
+        checkCase<TypeParam>(s, true, Pages::kHoles);
     }
     s.B = 3;
     s.S = 1;
     s.ctx = {0, 1, 2};
-    checkCase<typename TypeParam::T>(TypeParam::kDt, s, true);
+    checkCase<TypeParam>(s, true);
 }
 
 TYPED_TEST(PrefillTest, AroundBudget) {
     // nVis around 512 (t around 4 * 512) with every tail length; S not a multiple of 4.
-    PrefillSpec s;
-    s.B = 8;
-    s.S = 2053;
-    s.ctx = {2047, 2048, 2049, 2050, 2051, 2052, 2053, 2044};
-    s.seed = 100;
-    checkCase<typename TypeParam::T>(TypeParam::kDt, s, true);
+    PrefillSpec s = prefillSpec(8, 2053, {2047, 2048, 2049, 2050, 2051, 2052, 2053, 2044}, 100);
+    checkCase<TypeParam>(s, true);
     s.qk = Mode::kLowEntropy; // many equal logits: the tie rule decides which blocks are kept
     s.seed = 101;
-    checkCase<typename TypeParam::T>(TypeParam::kDt, s, true, Pages::kHoles);
+    checkCase<TypeParam>(s, true, Pages::kHoles);
 }
 
 TYPED_TEST(PrefillTest, NumericExtremes) {
-    PrefillSpec s;
-    s.B = 3;
-    s.S = 301;
-    s.ctx = {301, 150, 7};
+    PrefillSpec s = prefillSpec(3, 301, {301, 150, 7}, 1);
     uint64_t seed = 200;
     for (Gamma g : {Gamma::kExtreme, Gamma::kSpecial}) {
         for (Mode m : {Mode::kNormal, Mode::kSpecial, Mode::kWide}) {
             s.gamma = g;
             s.qk = m;
             s.seed = seed++;
-            checkCase<typename TypeParam::T>(TypeParam::kDt, s, true);
+            checkCase<TypeParam>(s, true);
         }
     }
     for (float eps : {0.0f, -1.0f, std::numeric_limits<float>::infinity()}) {
@@ -122,41 +114,27 @@ TYPED_TEST(PrefillTest, NumericExtremes) {
         s.qk = Mode::kLowEntropy;
         s.rmsEps = eps;
         s.seed = seed++;
-        checkCase<typename TypeParam::T>(TypeParam::kDt, s, false);
+        checkCase<TypeParam>(s, false);
     }
 }
 
 TYPED_TEST(PrefillTest, ChunkBoundariesInsideSequences) {
     // S = 4096: MB = 1024, Rc = 8192 rows, so B = 3 has a chunk boundary inside sequence 2.
-    PrefillSpec s;
-    s.B = 3;
-    s.S = 4096;
-    s.ctx = {1500, 2100, 4093};
-    s.qk = Mode::kLowEntropy;
-    s.seed = 300;
+    PrefillSpec s = prefillSpec(3, 4096, {1500, 2100, 4093}, 300, Mode::kLowEntropy);
     ASSERT_EQ(ref::prefillChunkRows(3, 4096), 8192);
-    checkCase<typename TypeParam::T>(TypeParam::kDt, s, false);
+    checkCase<TypeParam>(s, false);
 }
 
 TYPED_TEST(PrefillTest, LargeBatch8Seq8192) {
     // B = 8, S = 8192 (Rc = 4096: 16 chunks, boundaries at every half sequence).
-    PrefillSpec s;
-    s.B = 8;
-    s.S = 8192;
-    s.ctx = {8192, 8191, 8190, 8189, 6000, 4097, 2053, 0};
-    s.seed = 400;
-    checkCase<typename TypeParam::T>(TypeParam::kDt, s, false);
+    PrefillSpec s = prefillSpec(8, 8192, {8192, 8191, 8190, 8189, 6000, 4097, 2053, 0}, 400);
+    checkCase<TypeParam>(s, false);
 }
 
 TYPED_TEST(PrefillTest, DeterministicWhateverTheWorkspaceHeld) {
     // Contract 7.4 and section 6: two runs bitwise equal, workspace poisoned with 0xFF (NaN) or 0x00,
     // a workspace sized for a larger S, the legacy default stream and a created stream.
-    PrefillSpec s;
-    s.B = 4;
-    s.S = 2060;
-    s.ctx = {2060, 2049, 17, 0};
-    s.qk = Mode::kLowEntropy;
-    s.seed = 500;
+    PrefillSpec s = prefillSpec(4, 2060, {2060, 2049, 17, 0}, 500, Mode::kLowEntropy);
     std::string p = specStr(TypeParam::kDt, s);
     ref::PrefillCase c = makePrefillCase(TypeParam::kDt, s);
     using T = typename TypeParam::T;
@@ -169,11 +147,7 @@ TYPED_TEST(PrefillTest, DeterministicWhateverTheWorkspaceHeld) {
 
 TYPED_TEST(PrefillTest, LongSequenceSampledRows) {
     // S = 65536, B = 1 (Rc = 512: 128 chunks), checked on sampled rows with runPrefillRows.
-    PrefillSpec s;
-    s.B = 1;
-    s.S = 65536;
-    s.ctx = {65533};
-    s.seed = 600;
+    PrefillSpec s = prefillSpec(1, 65536, {65533}, 600);
     std::string p = specStr(TypeParam::kDt, s);
     SCOPED_TRACE(p);
     ref::PrefillCase c = makePrefillCase(TypeParam::kDt, s);

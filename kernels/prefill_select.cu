@@ -135,8 +135,7 @@ void launchPrefillSelectExpand(int32_t* outIdx, float const* logits, int32_t con
     if (rowBegin == rowEnd) {
         return;
     }
-    int64_t const rows = rowEnd - rowBegin;
-    int const grid = static_cast<int>(rows < (1 << 30) ? rows : (1 << 30));
+    int const grid = gridFor(rowEnd - rowBegin, 1);
     int32_t const numBlocks = static_cast<int32_t>(ceilDiv(seqLen, 4)); // MB >= every row's nVis
     if (numBlocks <= 256 * 4) {
         prefillSelectExpandKernel<256, 4>

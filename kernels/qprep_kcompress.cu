@@ -116,21 +116,12 @@ __global__ void __launch_bounds__(128)
     }
 }
 
-int gridFor(int64_t items, int64_t perCta) {
-    int64_t const g = ceilDiv(items, perCta);
-    return static_cast<int>(g < (int64_t{1} << 30) ? g : (int64_t{1} << 30));
-}
-
 template <typename T, bool kPaged>
 void launchKCompressImpl(char const* fn, T* kbar, T const* indexQk, float const* cosSin, int32_t const* contextLengths,
                          T const* wK, float rmsEps, int32_t batchSize, int32_t seqLen, int32_t numBlocks,
                          int32_t blockBegin, int32_t blockEnd, int32_t pastLen, PoolDev pool, cudaStream_t stream) {
     QSA_MUTANT_SYNC();
-    requirePtr(fn, "kbar", kbar);
-    requirePtr(fn, "indexQk", indexQk);
-    requirePtr(fn, "cosSin", cosSin);
-    requirePtr(fn, "contextLengths", contextLengths);
-    requirePtr(fn, "wK", wK);
+    requireNormRopePtrs(fn, "kbar", kbar, indexQk, cosSin, contextLengths, "wK", wK);
     requirePositive(fn, "batchSize", batchSize);
     requirePositive(fn, "seqLen", seqLen);
     requirePositive(fn, "numBlocks", numBlocks);
@@ -159,11 +150,7 @@ void launchQsaQPrep(T* qNormed, T const* indexQk, float const* cosSin, int32_t c
                     float rmsEps, int32_t batchSize, int32_t seqLen, cudaStream_t stream) {
     QSA_MUTANT_SYNC();
     char const* fn = "launchQsaQPrep";
-    requirePtr(fn, "qNormed", qNormed);
-    requirePtr(fn, "indexQk", indexQk);
-    requirePtr(fn, "cosSin", cosSin);
-    requirePtr(fn, "contextLengths", contextLengths);
-    requirePtr(fn, "wQ", wQ);
+    requireNormRopePtrs(fn, "qNormed", qNormed, indexQk, cosSin, contextLengths, "wQ", wQ);
     requirePositive(fn, "batchSize", batchSize);
     requirePositive(fn, "seqLen", seqLen);
     int64_t const rows = static_cast<int64_t>(batchSize) * seqLen;

@@ -305,6 +305,35 @@ inline void checkPoolState(char const* fn, QsaIndexerPoolState const& p) {
     }
 }
 
+// A stage's output and its normRope inputs (K1a, K1b, B1 and both runners), checked in this order.
+inline void requireNormRopePtrs(char const* fn, char const* outName, void const* out, void const* indexQk,
+                                void const* cosSin, void const* contextLengths, char const* gammaName,
+                                void const* gamma) {
+    requirePtr(fn, outName, out);
+    requirePtr(fn, "indexQk", indexQk);
+    requirePtr(fn, "cosSin", cosSin);
+    requirePtr(fn, "contextLengths", contextLengths);
+    requirePtr(fn, gammaName, gamma);
+}
+
+// A decode stage's pool and its [batchSize, maxBlocks] geometry (B1, B2).
+inline void checkDecodeGeometry(char const* fn, QsaIndexerPoolState const& p, int64_t batchSize, int64_t maxBlocks) {
+    checkPoolState(fn, p);
+    requirePositive(fn, "batchSize", batchSize);
+    requirePositive(fn, "maxBlocks", maxBlocks);
+}
+
+// batchSize, seqLen > 0 and the rows [rowBegin, rowEnd) inside the batchSize * seqLen rows (K2, K4).
+inline void checkRowRange(char const* fn, int64_t batchSize, int64_t seqLen, int64_t rowBegin, int64_t rowEnd) {
+    requirePositive(fn, "batchSize", batchSize);
+    requirePositive(fn, "seqLen", seqLen);
+    int64_t const rows = batchSize * seqLen;
+    if (rowBegin < 0 || rowBegin > rowEnd || rowEnd > rows) {
+        fail(fn, "need 0 <= rowBegin <= rowEnd <= batchSize * seqLen, got rowBegin ", rowBegin, ", rowEnd ", rowEnd,
+             ", batchSize * seqLen ", rows);
+    }
+}
+
 // A failed launch (bad configuration, sticky error) throws, naming the launcher.
 inline void checkLaunch(char const* fn) {
     cudaError_t const e = cudaGetLastError();
@@ -319,6 +348,12 @@ inline int64_t ceilDiv(int64_t a, int64_t b) {
 
 inline size_t alignUp128(size_t x) {
     return (x + 127) & ~static_cast<size_t>(127);
+}
+
+// CTAs for `items` work items at `perCta` per CTA, at most maxGrid: the kernels loop with a grid stride.
+inline int gridFor(int64_t items, int64_t perCta, int64_t maxGrid = int64_t{1} << 30) {
+    int64_t const g = ceilDiv(items, perCta);
+    return static_cast<int>(g < maxGrid ? g : maxGrid);
 }
 
 // Grid dimension y/z limit: kernels loop over larger ranges with a grid stride.

@@ -24,6 +24,41 @@ inline void requireAligned(char const* fn, char const* name, void const* p, uint
     }
 }
 
+// The pointer arguments both runners take, at their natural alignment (in this order).
+inline void requireRunnerAlignment(char const* fn, void const* outIdx, void const* indexQk, void const* cosSin,
+                                   void const* contextLengths, void const* wQ, void const* wK) {
+    requireAligned(fn, "outIdx", outIdx, 4);
+    requireAligned(fn, "indexQk", indexQk, 2);
+    requireAligned(fn, "cosSin", cosSin, 4);
+    requireAligned(fn, "contextLengths", contextLengths, 4);
+    requireAligned(fn, "wQ", wQ, 2);
+    requireAligned(fn, "wK", wK, 2);
+}
+
+// The checks both pipelines make first, in this order: outIdx, the normRope inputs, wK and the workspace
+// non-null; batchSize and the second size `sizeName` (seqLen / maxBlocks) > 0; the workspace 128-byte aligned.
+inline void checkRunnerArgs(char const* fn, void const* outIdx, void const* indexQk, void const* cosSin,
+                            void const* contextLengths, void const* wQ, void const* wK, void const* workspace,
+                            int32_t batchSize, char const* sizeName, int32_t size) {
+    requireNormRopePtrs(fn, "outIdx", outIdx, indexQk, cosSin, contextLengths, "wQ", wQ);
+    requirePtr(fn, "wK", wK);
+    requirePtr(fn, "workspace", workspace);
+    requirePositive(fn, "batchSize", batchSize);
+    requirePositive(fn, sizeName, size);
+    if (reinterpret_cast<uintptr_t>(workspace) % 128 != 0) {
+        fail(fn, "workspace must be 128-byte aligned, got address ", workspace);
+    }
+}
+
+// The workspace covers the layout's `total` bytes for (batchSize, sizeName = size).
+inline void checkWorkspaceBytes(char const* fn, size_t workspaceBytes, size_t total, int32_t batchSize,
+                                char const* sizeName, int32_t size) {
+    if (workspaceBytes < total) {
+        fail(fn, "workspaceBytes ", workspaceBytes, " is below the required ", total, " (batchSize ", batchSize, ", ",
+             sizeName, " ", size, ")");
+    }
+}
+
 // Runs the runner's launches; a std::runtime_error from a stage launcher gets `fn: ` in front (unless
 // it already starts with it).
 template <typename F>

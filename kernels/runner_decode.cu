@@ -42,24 +42,10 @@ void decodePipeline(int32_t* outIdx, T const* indexQk, float const* cosSin, int3
                     T const* wK, float rmsEps, QsaIndexerPoolState const& poolState, int32_t* splitCounters,
                     void* workspace, size_t workspaceBytes, int32_t batchSize, int32_t maxBlocks, cudaStream_t stream) {
     char const* fn = "runQsaIndexerDecode";
-    requirePtr(fn, "outIdx", outIdx);
-    requirePtr(fn, "indexQk", indexQk);
-    requirePtr(fn, "cosSin", cosSin);
-    requirePtr(fn, "contextLengths", contextLengths);
-    requirePtr(fn, "wQ", wQ);
-    requirePtr(fn, "wK", wK);
-    requirePtr(fn, "workspace", workspace);
-    requirePositive(fn, "batchSize", batchSize);
-    requirePositive(fn, "maxBlocks", maxBlocks);
-    if (reinterpret_cast<uintptr_t>(workspace) % 128 != 0) {
-        fail(fn, "workspace must be 128-byte aligned, got address ", workspace);
-    }
+    checkRunnerArgs(fn, outIdx, indexQk, cosSin, contextLengths, wQ, wK, workspace, batchSize, "maxBlocks", maxBlocks);
     checkPoolState(fn, poolState);
     DecodeLayout const L = decodeLayout(batchSize, maxBlocks);
-    if (workspaceBytes < L.total) {
-        fail(fn, "workspaceBytes ", workspaceBytes, " is below the required ", L.total, " (batchSize ", batchSize,
-             ", maxBlocks ", maxBlocks, ")");
-    }
+    checkWorkspaceBytes(fn, workspaceBytes, L.total, batchSize, "maxBlocks", maxBlocks);
     char* ws = static_cast<char*>(workspace);
     T* qNormed = reinterpret_cast<T*>(ws + L.qNormed);
     float* logits = reinterpret_cast<float*>(ws + L.logits);
@@ -83,12 +69,7 @@ void runQsaIndexerDecode(int32_t* outIdx, T const* indexQk, float const* cosSin,
                          int32_t* splitCounters, void* workspace, size_t workspaceBytes, int32_t batchSize,
                          int32_t maxBlocks, cudaStream_t stream) {
     char const* fn = "runQsaIndexerDecode";
-    requireAligned(fn, "outIdx", outIdx, 4);
-    requireAligned(fn, "indexQk", indexQk, 2);
-    requireAligned(fn, "cosSin", cosSin, 4);
-    requireAligned(fn, "contextLengths", contextLengths, 4);
-    requireAligned(fn, "wQ", wQ, 2);
-    requireAligned(fn, "wK", wK, 2);
+    requireRunnerAlignment(fn, outIdx, indexQk, cosSin, contextLengths, wQ, wK);
     requireAligned(fn, "poolState.poolPtr", poolState.poolPtr, 2);
     requireAligned(fn, "poolState.pageTable", poolState.pageTable, 4);
     requireAligned(fn, "splitCounters", splitCounters, 4);

@@ -80,26 +80,12 @@ void prefillPipeline(int32_t* outIdx, T const* indexQk, float const* cosSin, int
                      T const* wK, float rmsEps, void* workspace, size_t workspaceBytes, int32_t batchSize,
                      int32_t seqLen, QsaIndexerPoolState const* poolState, cudaStream_t stream) {
     char const* fn = "runQsaIndexerPrefill";
-    requirePtr(fn, "outIdx", outIdx);
-    requirePtr(fn, "indexQk", indexQk);
-    requirePtr(fn, "cosSin", cosSin);
-    requirePtr(fn, "contextLengths", contextLengths);
-    requirePtr(fn, "wQ", wQ);
-    requirePtr(fn, "wK", wK);
-    requirePtr(fn, "workspace", workspace);
-    requirePositive(fn, "batchSize", batchSize);
-    requirePositive(fn, "seqLen", seqLen);
-    if (reinterpret_cast<uintptr_t>(workspace) % 128 != 0) {
-        fail(fn, "workspace must be 128-byte aligned, got address ", workspace);
-    }
+    checkRunnerArgs(fn, outIdx, indexQk, cosSin, contextLengths, wQ, wK, workspace, batchSize, "seqLen", seqLen);
     if (poolState != nullptr) {
         checkPoolState(fn, *poolState);
     }
     PrefillLayout const L = prefillLayout(batchSize, seqLen);
-    if (workspaceBytes < L.total) {
-        fail(fn, "workspaceBytes ", workspaceBytes, " is below the required ", L.total, " (batchSize ", batchSize,
-             ", seqLen ", seqLen, ")");
-    }
+    checkWorkspaceBytes(fn, workspaceBytes, L.total, batchSize, "seqLen", seqLen);
     char* ws = static_cast<char*>(workspace);
     T* qNormed = reinterpret_cast<T*>(ws + L.qNormed);
     T* kbar = reinterpret_cast<T*>(ws + L.kbar);
@@ -135,12 +121,7 @@ void runQsaIndexerPrefill(int32_t* outIdx, T const* indexQk, float const* cosSin
                           int32_t batchSize, int32_t seqLen, QsaIndexerPoolState const* poolState,
                           cudaStream_t stream) {
     char const* fn = "runQsaIndexerPrefill";
-    requireAligned(fn, "outIdx", outIdx, 4);
-    requireAligned(fn, "indexQk", indexQk, 2);
-    requireAligned(fn, "cosSin", cosSin, 4);
-    requireAligned(fn, "contextLengths", contextLengths, 4);
-    requireAligned(fn, "wQ", wQ, 2);
-    requireAligned(fn, "wK", wK, 2);
+    requireRunnerAlignment(fn, outIdx, indexQk, cosSin, contextLengths, wQ, wK);
     if (poolState != nullptr) {
         requireAligned(fn, "poolState.poolPtr", poolState->poolPtr, 2);
         requireAligned(fn, "poolState.pageTable", poolState->pageTable, 4);

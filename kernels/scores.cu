@@ -245,13 +245,7 @@ void launchQsaScores(float* logits, T const* qNormed, T const* kbar, int32_t con
     requirePtr(fn, "qNormed", qNormed);
     requirePtr(fn, "kbar", kbar);
     requirePtr(fn, "contextLengths", contextLengths);
-    requirePositive(fn, "batchSize", batchSize);
-    requirePositive(fn, "seqLen", seqLen);
-    int64_t const rows = static_cast<int64_t>(batchSize) * seqLen;
-    if (rowBegin < 0 || rowBegin > rowEnd || rowEnd > rows) {
-        fail(fn, "need 0 <= rowBegin <= rowEnd <= batchSize * seqLen, got rowBegin ", rowBegin, ", rowEnd ", rowEnd,
-             ", batchSize * seqLen ", rows);
-    }
+    checkRowRange(fn, batchSize, seqLen, rowBegin, rowEnd);
     launchScoresImpl<T>(fn, logits, nullptr, qNormed, kbar, contextLengths, batchSize, seqLen, rowBegin, rowEnd, true,
                         stream);
 }

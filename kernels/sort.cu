@@ -94,10 +94,8 @@ void launchQsaIdsFill(int32_t* ids, int32_t numRows, int32_t numBlocks, cudaStre
     requirePtr(fn, "ids", ids);
     requirePositive(fn, "numRows", numRows);
     requirePositive(fn, "numBlocks", numBlocks);
-    int64_t const n = static_cast<int64_t>(numRows) * numBlocks;
-    int64_t const grid = ceilDiv(n, 256);
-    idsFillKernel<<<static_cast<unsigned>(grid < (1 << 20) ? grid : (1 << 20)), 256, 0, stream>>>(ids, numRows,
-                                                                                                  numBlocks);
+    idsFillKernel<<<gridFor(static_cast<int64_t>(numRows) * numBlocks, 256, 1 << 20), 256, 0, stream>>>(ids, numRows,
+                                                                                                        numBlocks);
     checkLaunch(fn);
 }
 

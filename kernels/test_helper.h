@@ -134,6 +134,26 @@ struct DevPool {
 ref::PoolView viewOf(ref::HostPool& h);
 std::string poolParams(ref::PoolDims const& d);
 
+// Device inputs of one prefill [B, S] and one decode [B, maxBlocks] runner call, all zeros, with a zero pool
+// of `dims` and page table `pageTable`: the argument-check and launch-failure tests, which look at errors,
+// not outputs. The workspaces get `wsSlack` bytes more than the runner needs (room to misalign them).
+struct RunnerBufs {
+    RunnerBufs(int32_t B, int32_t S, int32_t maxBlocks, std::vector<int32_t> const& ctx, ref::PoolDims dims,
+               std::vector<int32_t> const& pageTable, size_t wsSlack = 0);
+    DevBuf<uint16_t> qk;
+    DevBuf<float> cs;
+    DevBuf<int32_t> ctx;
+    DevBuf<uint16_t> wQ, wK;
+    DevBuf<int32_t> out;
+    DevPool poolBufs;
+    DevBuf<int32_t> split; // [B, numKVHeads]
+    size_t wsBytes;        // getQsaIndexerWorkspaceSize(B, S)
+    DevBuf<uint8_t> ws;
+    size_t dWsBytes; // getQsaIndexerDecodeWorkspaceSize(B, maxBlocks)
+    DevBuf<uint8_t> dWs;
+    kn::QsaIndexerPoolState pool; // poolBufs.state()
+};
+
 // ---- comparisons -------------------------------------------------------------------------------
 
 enum class Elem { kT, kF32, kI32 };
@@ -181,6 +201,8 @@ struct PrefillSpec {
     float rmsEps = 1e-6f;
     uint64_t seed = 1;
 };
+// The spec of B sequences of S rows with context lengths ctx, the other fields at their defaults but qk.
+PrefillSpec prefillSpec(int32_t B, int32_t S, std::vector<int32_t> ctx, uint64_t seed, Mode qk = Mode::kNormal);
 std::string specStr(DType dt, PrefillSpec const& s);
 ref::PrefillCase makePrefillCase(DType dt, PrefillSpec const& s);
 
