@@ -34,14 +34,9 @@ __global__ void __launch_bounds__(160)
         }
         T const* x = row + warp * kDim;
         float sq[4], xo[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            int sqDim = 4 * lane + i;
-            if (QSA_MUTANT(31)) {
-                sqDim = 4 * lane + 3 - i;
-            }
-            sq[i] = TypeOps<T>::toFloat(x[sqDim]);
-            xo[i] = TypeOps<T>::toFloat(x[lane + 32 * i]);
+        loadRowWarp(x, lane, sq, xo);
+        if (QSA_MUTANT(31)) {
+            loadRowWarp(x, lane, sq, xo, /*sumSqReversed=*/true);
         }
         normRopeStoreWarp(out, sq, xo, wQ, rmsEps, cosSin, ctx - 1, lane);
         return;

@@ -35,7 +35,7 @@ __device__ __forceinline__ float4 unpack4(uint2 v) {
 __device__ __forceinline__ float b2LanePartial(float4 q, float4 k) {
     float p = lanePartial(q, k);
     if (QSA_MUTANT(32)) {
-        p = lanePartialReversed(q, k);
+        p = lanePartial(q, k, /*reversed=*/true);
     }
     return p;
 }

@@ -286,8 +286,7 @@ void launchQsaDecodeSelect(int32_t* outIdx, float const* logits, int32_t const* 
     requirePtr(fn, "outIdx", outIdx);
     requirePtr(fn, "logits", logits);
     requirePtr(fn, "contextLengths", contextLengths);
-    requirePositive(fn, "batchSize", batchSize);
-    requirePositive(fn, "maxBlocks", maxBlocks);
+    requireDecodeShape(fn, batchSize, maxBlocks);
     launchDecodeSelectImpl(fn, outIdx, logits, contextLengths, nullptr, 0, batchSize, maxBlocks, stream);
 }
 

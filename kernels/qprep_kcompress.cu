@@ -31,14 +31,9 @@ __global__ void __launch_bounds__(128)
         }
         T const* x = indexQk + row * kQkWidth + h * kDim;
         float sq[4], xo[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            int sqDim = 4 * lane + i;
-            if (QSA_MUTANT(1)) {
-                sqDim = 4 * lane + 3 - i;
-            }
-            sq[i] = TypeOps<T>::toFloat(x[sqDim]);
-            xo[i] = TypeOps<T>::toFloat(x[lane + 32 * i]);
+        loadRowWarp(x, lane, sq, xo);
+        if (QSA_MUTANT(1)) {
+            loadRowWarp(x, lane, sq, xo, /*sumSqReversed=*/true);
         }
         normRopeStoreWarp(out, sq, xo, wQ, rmsEps, cosSin, t, lane);
     }

@@ -34,31 +34,35 @@ constexpr uint32_t kFull = 0xFFFFFFFFu;
 // Numerics (contract section 4)
 // ---------------------------------------------------------------------------------------------
 
-template <typename T>
-struct TypeOps;
-
 // Casts from T are exact; casts to T round to nearest even, overflow to +-inf, and EVERY NaN becomes
 // 0x7FFF (sign and payload dropped). CUDA's cvt already gives the canonical NaN, but the sm_75 bf16
 // path is a software emulation: canonicalize explicitly so the rule holds on every architecture.
+// Cvt<T> gives T's widening, its round-to-nearest-even cast and its bit reinterpretation.
+template <typename T>
+struct Cvt;
+
 template <>
-struct TypeOps<__half> {
-    __device__ static float toFloat(__half x) { return __half2float(x); }
-    __device__ static __half fromFloat(float f) {
-        if (f != f) {
-            return __ushort_as_half(static_cast<unsigned short>(0x7FFFu));
-        }
-        return __float2half_rn(f);
-    }
+struct Cvt<__half> {
+    __device__ static float widen(__half x) { return __half2float(x); }
+    __device__ static __half round(float f) { return __float2half_rn(f); }
+    __device__ static __half fromBits(unsigned short u) { return __ushort_as_half(u); }
 };
 
 template <>
-struct TypeOps<__nv_bfloat16> {
-    __device__ static float toFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
-    __device__ static __nv_bfloat16 fromFloat(float f) {
+struct Cvt<__nv_bfloat16> {
+    __device__ static float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+    __device__ static __nv_bfloat16 round(float f) { return __float2bfloat16_rn(f); }
+    __device__ static __nv_bfloat16 fromBits(unsigned short u) { return __ushort_as_bfloat16(u); }
+};
+
+template <typename T>
+struct TypeOps {
+    __device__ static float toFloat(T x) { return Cvt<T>::widen(x); }
+    __device__ static T fromFloat(float f) {
         if (f != f) {
-            return __ushort_as_bfloat16(static_cast<unsigned short>(0x7FFFu));
+            return Cvt<T>::fromBits(static_cast<unsigned short>(0x7FFFu));
         }
-        return __float2bfloat16_rn(f);
+        return Cvt<T>::round(f);
     }
 };
 
@@ -105,21 +109,17 @@ __device__ __forceinline__ float warpSum(float p) {
     return s;
 }
 
-// K2/B2 per-lane partial of one head's dot: +0.0, then one fma per dim, the lane's dims in ascending order.
-__device__ __forceinline__ float lanePartial(float4 q, float4 k) {
-    float p = fmaf(q.x, k.x, 0.0f);
-    p = fmaf(q.y, k.y, p);
-    p = fmaf(q.z, k.z, p);
-    p = fmaf(q.w, k.w, p);
-    return p;
-}
-
-// The same chain run from the lane's last dim: only the K2/B2 mutants (14, 32) call it.
-__device__ __forceinline__ float lanePartialReversed(float4 q, float4 k) {
-    float p = fmaf(q.w, k.w, 0.0f);
-    p = fmaf(q.z, k.z, p);
-    p = fmaf(q.y, k.y, p);
-    p = fmaf(q.x, k.x, p);
+// K2/B2 per-lane partial of one head's dot: +0.0, then one fma per dim, the lane's dims in ascending order
+// (`reversed`: from the lane's last dim, which only the K2/B2 mutants 14 and 32 ask for).
+__device__ __forceinline__ float lanePartial(float4 q, float4 k, bool reversed = false) {
+    float const qd[4] = {q.x, q.y, q.z, q.w};
+    float const kd[4] = {k.x, k.y, k.z, k.w};
+    float p = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        int const d = reversed ? 3 - i : i;
+        p = fmaf(qd[d], kd[d], p);
+    }
     return p;
 }
 
@@ -127,26 +127,16 @@ __device__ __forceinline__ float lanePartialReversed(float4 q, float4 k) {
 // a = partial[l] + partial[l ^ 16] (the m = 16 level) for l = bitreverse4(j); the levels m = 8, 4, 2, 1 are
 // folded like a binary counter in pend[0..3]. After step 15, pend[3] is warpSum's result and true is returned.
 __device__ __forceinline__ bool butterflyFold(float (&pend)[4], float a, int j) {
-    if ((j & 1) == 0) {
-        pend[0] = a;
-        return false;
+    float s = a; // the sum of the subtree completed at level i (a: m = 16, then m = 8, 4, 2, 1)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        if ((j & (1 << i)) == 0) {
+            pend[i] = s; // its sibling comes later
+            return false;
+        }
+        s = __fadd_rn(pend[i], s);
     }
-    float const b = __fadd_rn(pend[0], a);
-    if ((j & 2) == 0) {
-        pend[1] = b;
-        return false;
-    }
-    float const c = __fadd_rn(pend[1], b);
-    if ((j & 4) == 0) {
-        pend[2] = c;
-        return false;
-    }
-    float const d = __fadd_rn(pend[2], c);
-    if ((j & 8) == 0) {
-        pend[3] = d;
-        return false;
-    }
-    pend[3] = __fadd_rn(pend[3], d);
+    pend[3] = s;
     return true;
 }
 
@@ -316,11 +306,16 @@ inline void requireNormRopePtrs(char const* fn, char const* outName, void const*
     requirePtr(fn, gammaName, gamma);
 }
 
-// A decode stage's pool and its [batchSize, maxBlocks] geometry (B1, B2).
-inline void checkDecodeGeometry(char const* fn, QsaIndexerPoolState const& p, int64_t batchSize, int64_t maxBlocks) {
-    checkPoolState(fn, p);
+// A decode stage's [batchSize, maxBlocks] geometry, both > 0 (B1, B2, B3).
+inline void requireDecodeShape(char const* fn, int64_t batchSize, int64_t maxBlocks) {
     requirePositive(fn, "batchSize", batchSize);
     requirePositive(fn, "maxBlocks", maxBlocks);
+}
+
+// A decode stage's pool, then its geometry (B1, B2).
+inline void checkDecodeGeometry(char const* fn, QsaIndexerPoolState const& p, int64_t batchSize, int64_t maxBlocks) {
+    checkPoolState(fn, p);
+    requireDecodeShape(fn, batchSize, maxBlocks);
 }
 
 // batchSize, seqLen > 0 and the rows [rowBegin, rowEnd) inside the batchSize * seqLen rows (K2, K4).

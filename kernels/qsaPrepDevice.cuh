@@ -18,6 +18,20 @@ __device__ __forceinline__ void storeZeroRowWarp(T* out, int lane) {
     }
 }
 
+// normRope inputs of one 128-vector row x of T: lane l's sq[i] = x[4l + i] (its sum-of-squares dims) and
+// xo[i] = x[l + 32 i] (its output dims). `sumSqReversed` loads sq[i] = x[4l + 3 - i]: only the K1a / B1
+// mutants 1 and 31 ask for it.
+template <typename T>
+__device__ __forceinline__ void loadRowWarp(T const* x, int lane, float sq[4], float xo[4],
+                                            bool sumSqReversed = false) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        int const sqDim = sumSqReversed ? 4 * lane + 3 - i : 4 * lane + i;
+        sq[i] = TypeOps<T>::toFloat(x[sqDim]);
+        xo[i] = TypeOps<T>::toFloat(x[lane + 32 * i]);
+    }
+}
+
 // normRope of one 128-vector (sq / xo as in normRopeWarp) with raw gamma w and rope position pos;
 // returns the T bits of the outputs at dims lane + 32 j (cast once, at the very end).
 template <typename T>

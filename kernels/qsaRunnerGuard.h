@@ -59,6 +59,16 @@ inline void checkWorkspaceBytes(char const* fn, size_t workspaceBytes, size_t to
     }
 }
 
+// A runner's workspace-size query (contract section 6): both sizes > 0, named as the query's parameters,
+// then the total of the runner's layout for them.
+template <typename Layout>
+size_t workspaceSize(char const* fn, char const* batchName, int32_t batch, char const* sizeName, int32_t size,
+                     Layout (*layout)(int32_t, int32_t)) {
+    requirePositive(fn, batchName, batch);
+    requirePositive(fn, sizeName, size);
+    return layout(batch, size).total;
+}
+
 // Runs the runner's launches; a std::runtime_error from a stage launcher gets `fn: ` in front (unless
 // it already starts with it).
 template <typename F>

@@ -28,10 +28,8 @@ DecodeLayout decodeLayout(int32_t batchSize, int32_t maxBlocks) {
 using namespace qsa_detail;
 
 size_t getQsaIndexerDecodeWorkspaceSize(int32_t maxBatchSize, int32_t maxBlocks) {
-    char const* fn = "getQsaIndexerDecodeWorkspaceSize";
-    requirePositive(fn, "maxBatchSize", maxBatchSize);
-    requirePositive(fn, "maxBlocks", maxBlocks);
-    return decodeLayout(maxBatchSize, maxBlocks).total;
+    return workspaceSize("getQsaIndexerDecodeWorkspaceSize", "maxBatchSize", maxBatchSize, "maxBlocks", maxBlocks,
+                         decodeLayout);
 }
 
 namespace {

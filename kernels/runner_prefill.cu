@@ -66,10 +66,7 @@ PrefillLayout prefillLayout(int32_t batchSize, int32_t seqLen) {
 using namespace qsa_detail;
 
 size_t getQsaIndexerWorkspaceSize(int32_t batchSize, int32_t maxSeqLen) {
-    char const* fn = "getQsaIndexerWorkspaceSize";
-    requirePositive(fn, "batchSize", batchSize);
-    requirePositive(fn, "maxSeqLen", maxSeqLen);
-    return prefillLayout(batchSize, maxSeqLen).total;
+    return workspaceSize("getQsaIndexerWorkspaceSize", "batchSize", batchSize, "maxSeqLen", maxSeqLen, prefillLayout);
 }
 
 namespace {

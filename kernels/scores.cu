@@ -51,7 +51,7 @@ __device__ __forceinline__ void stageRows(float4* dst, T const* src, int64_t src
 __device__ __forceinline__ float k2LanePartial(float4 q, float4 k) {
     float p = lanePartial(q, k);
     if (QSA_MUTANT(14)) {
-        p = lanePartialReversed(q, k);
+        p = lanePartial(q, k, /*reversed=*/true);
     }
     return p;
 }
