@@ -22,25 +22,10 @@ enum class Row {
 };
 
 char const* rowName(Row r) {
-    switch (r) {
-    case Row::kThreeValues:
-        return "threeValues";
-    case Row::kNaNUnread:
-        return "nanUnread";
-    case Row::kThresholdTies:
-        return "thresholdTies";
-    case Row::kLowBits:
-        return "lowBits";
-    case Row::kHighBits:
-        return "highBits";
-    case Row::kSpecials:
-        return "specials";
-    case Row::kAllEqual:
-        return "allEqual";
-    case Row::kRandom:
-        return "random";
-    }
-    return "?";
+    static char const* const names[] = {"threeValues", "nanUnread", "thresholdTies", "lowBits",
+                                        "highBits",    "specials",  "allEqual",      "random"};
+    static_assert(std::size(names) == size_t(Row::kRandom) + 1, "one name per Row, in declaration order");
+    return enumName(r, names);
 }
 
 void fillRow(float* row, int32_t nVis, Row kind, Rng& rng) {

@@ -14,21 +14,10 @@ namespace {
 enum class Keys { kRandom, kThreeValues, kAllEqual, kSpecials, kLowBits, kPrefixThenMin };
 
 char const* keysName(Keys k) {
-    switch (k) {
-    case Keys::kRandom:
-        return "random";
-    case Keys::kThreeValues:
-        return "threeValues";
-    case Keys::kAllEqual:
-        return "allEqual";
-    case Keys::kSpecials:
-        return "specials";
-    case Keys::kLowBits:
-        return "lowBits";
-    case Keys::kPrefixThenMin:
-        return "prefixThenMinusFltMax";
-    }
-    return "?";
+    static char const* const names[] = {"random",   "threeValues", "allEqual",
+                                        "specials", "lowBits",     "prefixThenMinusFltMax"};
+    static_assert(std::size(names) == size_t(Keys::kPrefixThenMin) + 1, "one name per Keys, in declaration order");
+    return enumName(k, names);
 }
 
 std::vector<float> makeKeys(Keys kind, int32_t rows, int32_t cols, Rng& rng) {

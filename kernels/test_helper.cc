@@ -88,31 +88,15 @@ uint16_t tNaN(DType dt, int variant) {
 }
 
 char const* modeName(Mode m) {
-    switch (m) {
-    case Mode::kNormal:
-        return "normal";
-    case Mode::kLowEntropy:
-        return "lowEntropy";
-    case Mode::kWide:
-        return "wide";
-    case Mode::kSpecial:
-        return "special";
-    case Mode::kPositive:
-        return "positive";
-    }
-    return "?";
+    static char const* const names[] = {"normal", "lowEntropy", "wide", "special", "positive"};
+    static_assert(std::size(names) == size_t(Mode::kPositive) + 1, "one name per Mode, in declaration order");
+    return enumName(m, names);
 }
 
 char const* gammaName(Gamma g) {
-    switch (g) {
-    case Gamma::kSmall:
-        return "small";
-    case Gamma::kExtreme:
-        return "extreme";
-    case Gamma::kSpecial:
-        return "special";
-    }
-    return "?";
+    static char const* const names[] = {"small", "extreme", "special"};
+    static_assert(std::size(names) == size_t(Gamma::kSpecial) + 1, "one name per Gamma, in declaration order");
+    return enumName(g, names);
 }
 
 static float randomValue(Mode m, Rng& rng) {

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -181,6 +182,14 @@ template <typename E>
 
 // Parameter formatting.
 std::string ctxStr(std::vector<int32_t> const& ctx);
+
+// names[e] of an enum class whose enumerators take the values 0, 1, ... in declaration order ("?" past the
+// end): the names of the cases' modes in parameters and test names.
+template <typename E, size_t N>
+char const* enumName(E e, char const* const (&names)[N]) {
+    size_t const i = static_cast<size_t>(e);
+    return i < N ? names[i] : "?";
+}
 
 template <typename... A>
 std::string params(A const&... a) {
