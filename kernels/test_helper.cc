@@ -270,20 +270,6 @@ ref::PoolView viewOf(ref::HostPool& h) {
     return ref::PoolView{h.data.data(), h.pageTable.data(), h.dims};
 }
 
-RunnerBufs::RunnerBufs(int32_t B, int32_t S, int32_t maxBlocks, std::vector<int32_t> const& ctxs, ref::PoolDims dims,
-                       std::vector<int32_t> const& pageTable, size_t wsSlack)
-    : qk(size_t(B) * S * ref::kQkWidth), cs(size_t(S) * 64), ctx(ctxs), wQ(ref::kHeadDim), wK(ref::kHeadDim),
-      out(size_t(B) * S * ref::kIndexWidth),
-      poolBufs(ref::HostPool{
-          dims, pageTable,
-          std::vector<uint16_t>(size_t(2) * dims.numPages * ref::kTokensPerPage * dims.numKVHeads * dims.poolHeadDim)}),
-      split(size_t(B) * dims.numKVHeads), wsBytes(kn::getQsaIndexerWorkspaceSize(B, S)), ws(wsBytes + wsSlack),
-      dWsBytes(kn::getQsaIndexerDecodeWorkspaceSize(B, maxBlocks)), dWs(dWsBytes + wsSlack), pool(poolBufs.state()) {
-    for (auto* b : {&qk, &wQ, &wK})
-        b->fillBytes(0);
-    cs.fillBytes(0);
-}
-
 std::string poolParams(ref::PoolDims const& d) {
     return params("pool{numPages=", d.numPages, " maxPagesPerSeq=", d.maxPagesPerSeq, " numKVHeads=", d.numKVHeads,
                   " poolHeadDim=", d.poolHeadDim, " headSize=", d.headSize, "}");
