@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <initializer_list>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -37,6 +38,42 @@ void requireRange(char const* fn, char const* what, int64_t lo, int64_t v, int64
     }
 }
 
+struct NamedPtr {
+    char const* name;
+    void const* p;
+};
+
+struct NamedCount {
+    char const* name;
+    int64_t v;
+};
+
+// The argument checks of every mirror, in the launchers' order (the first failure is the one reported): its
+// pointers non-null (then pool.pool and pool.pageTable when there is a pool), its counts > 0, the pool's
+// dimensions.
+void requireArgs(char const* fn, std::initializer_list<NamedPtr> ptrs, std::initializer_list<NamedCount> counts,
+                 PoolView const* pool = nullptr) {
+    for (NamedPtr const& a : ptrs) {
+        requirePtr(fn, a.name, a.p);
+    }
+    if (pool != nullptr) {
+        requirePtr(fn, "pool.pool", pool->pool);
+        requirePtr(fn, "pool.pageTable", pool->pageTable);
+    }
+    for (NamedCount const& a : counts) {
+        requirePositive(fn, a.name, a.v);
+    }
+    if (pool != nullptr) {
+        checkPoolDims(fn, pool->dims);
+    }
+}
+
+// The row range [rowBegin, rowEnd) of the [batchSize * seqLen] rows (K2 and K4 work on one chunk).
+void requireRows(char const* fn, int32_t batchSize, int32_t seqLen, int32_t rowBegin, int32_t rowEnd) {
+    requireRange(fn, "rowEnd", 0, rowEnd, static_cast<int64_t>(batchSize) * seqLen);
+    requireRange(fn, "rowBegin", 0, rowBegin, rowEnd);
+}
+
 int32_t ceilDiv4(int32_t x) {
     return (x + 3) / 4;
 }
@@ -47,13 +84,13 @@ void qPrep(DType dt, uint16_t* qNormed, uint16_t const* indexQk, float const* co
            uint16_t const* wQ, float rmsEps, int32_t batchSize, int32_t seqLen) {
     char const* fn = "qPrep";
     FpEnvGuard guard;
-    requirePtr(fn, "qNormed", qNormed);
-    requirePtr(fn, "indexQk", indexQk);
-    requirePtr(fn, "cosSin", cosSin);
-    requirePtr(fn, "contextLengths", contextLengths);
-    requirePtr(fn, "wQ", wQ);
-    requirePositive(fn, "batchSize", batchSize);
-    requirePositive(fn, "seqLen", seqLen);
+    requireArgs(fn,
+                {{"qNormed", qNormed},
+                 {"indexQk", indexQk},
+                 {"cosSin", cosSin},
+                 {"contextLengths", contextLengths},
+                 {"wQ", wQ}},
+                {{"batchSize", batchSize}, {"seqLen", seqLen}});
     float wf[128];
     gammaToFloat(dt, wQ, wf);
     int64_t const rows = static_cast<int64_t>(batchSize) * seqLen;
@@ -81,14 +118,9 @@ template <typename OnValid>
 void kCompressImpl(char const* fn, DType dt, uint16_t* kbar, uint16_t const* indexQk, float const* cosSin,
                    int32_t const* contextLengths, uint16_t const* wK, float rmsEps, int32_t batchSize, int32_t seqLen,
                    int32_t numBlocks, int32_t blockBegin, int32_t blockEnd, int32_t pastLen, OnValid const& onValid) {
-    requirePtr(fn, "kbar", kbar);
-    requirePtr(fn, "indexQk", indexQk);
-    requirePtr(fn, "cosSin", cosSin);
-    requirePtr(fn, "contextLengths", contextLengths);
-    requirePtr(fn, "wK", wK);
-    requirePositive(fn, "batchSize", batchSize);
-    requirePositive(fn, "seqLen", seqLen);
-    requirePositive(fn, "numBlocks", numBlocks);
+    requireArgs(
+        fn, {{"kbar", kbar}, {"indexQk", indexQk}, {"cosSin", cosSin}, {"contextLengths", contextLengths}, {"wK", wK}},
+        {{"batchSize", batchSize}, {"seqLen", seqLen}, {"numBlocks", numBlocks}});
     requireRange(fn, "pastLen", 0, pastLen, INT32_MAX - seqLen);
     requireRange(fn, "blockEnd", 0, blockEnd, numBlocks);
     requireRange(fn, "blockBegin", 0, blockBegin, blockEnd);
@@ -133,9 +165,7 @@ void kCompressPaged(DType dt, uint16_t* kbar, uint16_t const* indexQk, float con
                     int32_t numBlocks, int32_t blockBegin, int32_t blockEnd, int32_t pastLen, PoolView const& pool) {
     char const* fn = "kCompressPaged";
     FpEnvGuard guard;
-    requirePtr(fn, "pool.pool", pool.pool);
-    requirePtr(fn, "pool.pageTable", pool.pageTable);
-    checkPoolDims(fn, pool.dims);
+    requireArgs(fn, {}, {}, &pool);
     // Distinct valid blocks write distinct V-tail cells (a page id appears at most once per plane).
     kCompressImpl(fn, dt, kbar, indexQk, cosSin, contextLengths, wK, rmsEps, batchSize, seqLen, numBlocks, blockBegin,
                   blockEnd, pastLen, [&](int32_t b, int32_t g, uint16_t const* row) {
@@ -147,13 +177,8 @@ void rawKTailScatter(DType /*dt*/, uint16_t const* indexQk, int32_t const* conte
                      int32_t seqLen, PoolView const& pool) {
     char const* fn = "rawKTailScatter";
     FpEnvGuard guard;
-    requirePtr(fn, "indexQk", indexQk);
-    requirePtr(fn, "contextLengths", contextLengths);
-    requirePtr(fn, "pool.pool", pool.pool);
-    requirePtr(fn, "pool.pageTable", pool.pageTable);
-    requirePositive(fn, "batchSize", batchSize);
-    requirePositive(fn, "seqLen", seqLen);
-    checkPoolDims(fn, pool.dims);
+    requireArgs(fn, {{"indexQk", indexQk}, {"contextLengths", contextLengths}},
+                {{"batchSize", batchSize}, {"seqLen", seqLen}}, &pool);
     for (int32_t b = 0; b < batchSize; ++b) {
         int32_t const ctx = clampCtx(contextLengths[b], seqLen);
         for (int32_t t = ctx - ctx % 4; t < ctx; ++t) {
@@ -166,9 +191,7 @@ void rawKTailScatter(DType /*dt*/, uint16_t const* indexQk, int32_t const* conte
 
 void idsFill(int32_t* ids, int32_t numRows, int32_t numBlocks) {
     char const* fn = "idsFill";
-    requirePtr(fn, "ids", ids);
-    requirePositive(fn, "numRows", numRows);
-    requirePositive(fn, "numBlocks", numBlocks);
+    requireArgs(fn, {{"ids", ids}}, {{"numRows", numRows}, {"numBlocks", numBlocks}});
     for (int64_t r = 0; r < numRows; ++r) {
         std::iota(ids + r * numBlocks, ids + (r + 1) * numBlocks, 0);
     }
@@ -178,15 +201,9 @@ void scores(DType dt, float* logits, uint16_t const* qNormed, uint16_t const* kb
             int32_t batchSize, int32_t seqLen, int32_t rowBegin, int32_t rowEnd, int numThreads) {
     char const* fn = "scores";
     FpEnvGuard guard;
-    requirePtr(fn, "logits", logits);
-    requirePtr(fn, "qNormed", qNormed);
-    requirePtr(fn, "kbar", kbar);
-    requirePtr(fn, "contextLengths", contextLengths);
-    requirePositive(fn, "batchSize", batchSize);
-    requirePositive(fn, "seqLen", seqLen);
-    int64_t const rows = static_cast<int64_t>(batchSize) * seqLen;
-    requireRange(fn, "rowEnd", 0, rowEnd, rows);
-    requireRange(fn, "rowBegin", 0, rowBegin, rowEnd);
+    requireArgs(fn, {{"logits", logits}, {"qNormed", qNormed}, {"kbar", kbar}, {"contextLengths", contextLengths}},
+                {{"batchSize", batchSize}, {"seqLen", seqLen}});
+    requireRows(fn, batchSize, seqLen, rowBegin, rowEnd);
     int32_t const mb = ceilDiv4(seqLen);
     // Per sequence touched: tiles of the blocks any of its rows in range can see.
     std::vector<KbarTiles> tiles(static_cast<size_t>(batchSize));
@@ -239,12 +256,8 @@ void sortRows(float const* keysIn, float* keysOut, int32_t const* valuesIn, int3
               int32_t numBlocks) {
     char const* fn = "sortRows";
     FpEnvGuard guard;
-    requirePtr(fn, "keysIn", keysIn);
-    requirePtr(fn, "keysOut", keysOut);
-    requirePtr(fn, "valuesIn", valuesIn);
-    requirePtr(fn, "valuesOut", valuesOut);
-    requirePositive(fn, "numRows", numRows);
-    requirePositive(fn, "numBlocks", numBlocks);
+    requireArgs(fn, {{"keysIn", keysIn}, {"keysOut", keysOut}, {"valuesIn", valuesIn}, {"valuesOut", valuesOut}},
+                {{"numRows", numRows}, {"numBlocks", numBlocks}});
     parallelFor(numRows, 0, 8, [&](int64_t r) {
         float const* k = keysIn + r * numBlocks;
         std::vector<int32_t> perm(static_cast<size_t>(numBlocks));
@@ -261,14 +274,9 @@ void sortRows(float const* keysIn, float* keysOut, int32_t const* valuesIn, int3
 void expand(int32_t* outIdx, int32_t const* sortedIds, int32_t const* contextLengths, int32_t batchSize, int32_t seqLen,
             int32_t rowBegin, int32_t rowEnd) {
     char const* fn = "expand";
-    requirePtr(fn, "outIdx", outIdx);
-    requirePtr(fn, "sortedIds", sortedIds);
-    requirePtr(fn, "contextLengths", contextLengths);
-    requirePositive(fn, "batchSize", batchSize);
-    requirePositive(fn, "seqLen", seqLen);
-    int64_t const rows = static_cast<int64_t>(batchSize) * seqLen;
-    requireRange(fn, "rowEnd", 0, rowEnd, rows);
-    requireRange(fn, "rowBegin", 0, rowBegin, rowEnd);
+    requireArgs(fn, {{"outIdx", outIdx}, {"sortedIds", sortedIds}, {"contextLengths", contextLengths}},
+                {{"batchSize", batchSize}, {"seqLen", seqLen}});
+    requireRows(fn, batchSize, seqLen, rowBegin, rowEnd);
     int32_t const mb = ceilDiv4(seqLen);
     for (int64_t r = rowBegin; r < rowEnd; ++r) {
         int32_t const b = static_cast<int32_t>(r / seqLen);
@@ -291,31 +299,19 @@ bool decodeRowValid(int32_t ctx, int32_t maxBlocks) {
     return ctx >= 1 && ctx / 4 <= maxBlocks;
 }
 
-namespace {
-
-void checkDecodeArgs(char const* fn, int32_t const* contextLengths, PoolView const& pool, int32_t batchSize,
-                     int32_t maxBlocks) {
-    requirePtr(fn, "contextLengths", contextLengths);
-    requirePtr(fn, "pool.pool", pool.pool);
-    requirePtr(fn, "pool.pageTable", pool.pageTable);
-    requirePositive(fn, "batchSize", batchSize);
-    requirePositive(fn, "maxBlocks", maxBlocks);
-    checkPoolDims(fn, pool.dims);
-}
-
-} // namespace
-
 void decodePrep(DType dt, uint16_t* qNormed, uint16_t const* indexQk, float const* cosSin,
                 int32_t const* contextLengths, uint16_t const* wQ, uint16_t const* wK, float rmsEps,
                 PoolView const& pool, int32_t batchSize, int32_t maxBlocks) {
     char const* fn = "decodePrep";
     FpEnvGuard guard;
-    requirePtr(fn, "qNormed", qNormed);
-    requirePtr(fn, "indexQk", indexQk);
-    requirePtr(fn, "cosSin", cosSin);
-    requirePtr(fn, "wQ", wQ);
-    requirePtr(fn, "wK", wK);
-    checkDecodeArgs(fn, contextLengths, pool, batchSize, maxBlocks);
+    requireArgs(fn,
+                {{"qNormed", qNormed},
+                 {"indexQk", indexQk},
+                 {"cosSin", cosSin},
+                 {"wQ", wQ},
+                 {"wK", wK},
+                 {"contextLengths", contextLengths}},
+                {{"batchSize", batchSize}, {"maxBlocks", maxBlocks}}, &pool);
     float wqf[128];
     float wkf[128];
     gammaToFloat(dt, wQ, wqf);
@@ -354,9 +350,8 @@ void decodeScores(DType dt, float* logits, uint16_t const* qNormed, int32_t cons
                   int32_t batchSize, int32_t maxBlocks) {
     char const* fn = "decodeScores";
     FpEnvGuard guard;
-    requirePtr(fn, "logits", logits);
-    requirePtr(fn, "qNormed", qNormed);
-    checkDecodeArgs(fn, contextLengths, pool, batchSize, maxBlocks);
+    requireArgs(fn, {{"logits", logits}, {"qNormed", qNormed}, {"contextLengths", contextLengths}},
+                {{"batchSize", batchSize}, {"maxBlocks", maxBlocks}}, &pool);
     parallelFor(batchSize, 0, 1, [&](int64_t b) {
         int32_t const ctx = contextLengths[b];
         if (!decodeRowValid(ctx, maxBlocks)) {
@@ -389,11 +384,8 @@ void decodeSelect(int32_t* outIdx, float const* logits, int32_t const* contextLe
                   int32_t maxBlocks) {
     char const* fn = "decodeSelect";
     FpEnvGuard guard;
-    requirePtr(fn, "outIdx", outIdx);
-    requirePtr(fn, "logits", logits);
-    requirePtr(fn, "contextLengths", contextLengths);
-    requirePositive(fn, "batchSize", batchSize);
-    requirePositive(fn, "maxBlocks", maxBlocks);
+    requireArgs(fn, {{"outIdx", outIdx}, {"logits", logits}, {"contextLengths", contextLengths}},
+                {{"batchSize", batchSize}, {"maxBlocks", maxBlocks}});
     std::vector<int32_t> sel(kBlockTopK);
     for (int32_t b = 0; b < batchSize; ++b) {
         int32_t const ctx = contextLengths[b];
@@ -410,9 +402,7 @@ void decodeSelect(int32_t* outIdx, float const* logits, int32_t const* contextLe
 
 void zeroSplitCounters(int32_t* splitCounters, int32_t batchSize, int32_t numKVHeads) {
     char const* fn = "zeroSplitCounters";
-    requirePtr(fn, "splitCounters", splitCounters);
-    requirePositive(fn, "batchSize", batchSize);
-    requirePositive(fn, "numKVHeads", numKVHeads);
+    requireArgs(fn, {{"splitCounters", splitCounters}}, {{"batchSize", batchSize}, {"numKVHeads", numKVHeads}});
     std::fill(splitCounters, splitCounters + static_cast<int64_t>(batchSize) * numKVHeads, 0);
 }
 
