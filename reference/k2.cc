@@ -19,65 +19,23 @@ namespace qsa {
 namespace ref {
 
 #if defined(__x86_64__)
-// The butterfly as lane 0 sees it is a tree: S(m, l) = S(2m, l) + S(2m, l + m) for m = 1, 2, 4, 8, 16,
-// S(32, l) = partial[l] (the fma chain of lane l); the answer is S(1, 0). Round m of the contract keeps lanes
-// l < m of p[l] = p[l] + p[l ^ m], exactly this recursion. Evaluated depth first, the tree stays in registers.
-
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512vl,avx2,fma")
 namespace k2avx512 {
 
-// 4 rows x 16 blocks (one zmm per row). out[r] = S(M, L) of head q[r] for the 16 blocks of the tile.
-template <int M, int L>
-inline __attribute__((always_inline)) void node(float const* const* q, float const* kT, __m512* out) {
-    if constexpr (M == 32) {
-        __m512 acc[kTileRows];
-        for (int r = 0; r < kTileRows; ++r) {
-            acc[r] = _mm512_setzero_ps(); // partial[l] = +0.0
-        }
-        for (int i = 0; i < 4; ++i) { // partial[l] = fma(q[l + 32i], kbar[l + 32i], partial[l])
-            __m512 const k = _mm512_loadu_ps(kT + (L + 32 * i) * kTileBlocks);
-            for (int r = 0; r < kTileRows; ++r) {
-                acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][L + 32 * i]), k, acc[r]);
-            }
-        }
-        for (int r = 0; r < kTileRows; ++r) {
-            out[r] = acc[r];
-        }
-    } else {
-        __m512 a[kTileRows];
-        __m512 b[kTileRows];
-        node<2 * M, L>(q, kT, a);
-        node<2 * M, L + M>(q, kT, b);
-        for (int r = 0; r < kTileRows; ++r) {
-            out[r] = _mm512_add_ps(a[r], b[r]);
-        }
-    }
+using Vec = __m512; // a row's 16 blocks
+#define QSA_K2_OP(op) _mm512_##op
+
+// relu: max(x, +0) returns the second operand unless x > 0 (NaN and -0.0 give +0.0). The masked form with an
+// all-ones mask is the same vmaxps; its pass-through is an initialized +0 rather than the _mm512_undefined_ps()
+// of the unmasked intrinsic (which GCC's -Wuninitialized reports).
+inline __attribute__((always_inline)) Vec relu(Vec x) {
+    Vec const zero = _mm512_setzero_ps();
+    return _mm512_mask_max_ps(zero, __mmask16(0xFFFF), x, zero);
 }
 
-void tileKernel(float const* __restrict q, float const* __restrict kT, float* __restrict out) {
-    __m512 logit[kTileRows];
-    for (int h = 0; h < 4; ++h) {
-        float const* qh[kTileRows];
-        for (int r = 0; r < kTileRows; ++r) {
-            qh[r] = q + r * 512 + h * 128;
-        }
-        __m512 dot[kTileRows];
-        node<1, 0>(qh, kT, dot);
-        for (int r = 0; r < kTileRows; ++r) {
-            // relu: max(x, +0) returns the second operand unless x > 0 (NaN and -0.0 give +0.0). The masked form
-            // with an all-ones mask is the same vmaxps; its pass-through is an initialized +0 rather than the
-            // _mm512_undefined_ps() of the unmasked intrinsic (which GCC's -Wuninitialized reports).
-            __m512 const zero = _mm512_setzero_ps();
-            __m512 const rl = _mm512_mask_max_ps(zero, __mmask16(0xFFFF), dot[r], zero);
-            logit[r] = h == 0 ? rl : _mm512_add_ps(logit[r], rl); // ((r0 + r1) + r2) + r3
-        }
-    }
-    __m512 const scale = _mm512_set1_ps(__builtin_bit_cast(float, 0x3DB504F3u));
-    for (int r = 0; r < kTileRows; ++r) {
-        _mm512_storeu_ps(out + r * kTileBlocks, _mm512_mul_ps(logit[r], scale));
-    }
-}
+#include "reference/k2Simd.inc"
+#undef QSA_K2_OP
 
 } // namespace k2avx512
 #pragma GCC pop_options
@@ -86,58 +44,15 @@ void tileKernel(float const* __restrict q, float const* __restrict kT, float* __
 #pragma GCC target("avx2,fma")
 namespace k2avx2 {
 
-// 4 rows x 16 blocks: two ymm per row, out[2r + v] covers blocks 8v .. 8v + 7.
-template <int M, int L>
-inline __attribute__((always_inline)) void node(float const* const* q, float const* kT, __m256* out) {
-    constexpr int kN = 2 * kTileRows;
-    if constexpr (M == 32) {
-        __m256 acc[kN];
-        for (int n = 0; n < kN; ++n) {
-            acc[n] = _mm256_setzero_ps();
-        }
-        for (int i = 0; i < 4; ++i) {
-            __m256 const k0 = _mm256_loadu_ps(kT + (L + 32 * i) * kTileBlocks);
-            __m256 const k1 = _mm256_loadu_ps(kT + (L + 32 * i) * kTileBlocks + 8);
-            for (int r = 0; r < kTileRows; ++r) {
-                __m256 const qb = _mm256_broadcast_ss(q[r] + L + 32 * i);
-                acc[2 * r] = _mm256_fmadd_ps(qb, k0, acc[2 * r]);
-                acc[2 * r + 1] = _mm256_fmadd_ps(qb, k1, acc[2 * r + 1]);
-            }
-        }
-        for (int n = 0; n < kN; ++n) {
-            out[n] = acc[n];
-        }
-    } else {
-        __m256 a[kN];
-        __m256 b[kN];
-        node<2 * M, L>(q, kT, a);
-        node<2 * M, L + M>(q, kT, b);
-        for (int n = 0; n < kN; ++n) {
-            out[n] = _mm256_add_ps(a[n], b[n]);
-        }
-    }
+using Vec = __m256; // blocks 0..7 or 8..15 of a row
+#define QSA_K2_OP(op) _mm256_##op
+
+inline __attribute__((always_inline)) Vec relu(Vec x) {
+    return _mm256_max_ps(x, _mm256_setzero_ps()); // see k2avx512::relu
 }
 
-void tileKernel(float const* __restrict q, float const* __restrict kT, float* __restrict out) {
-    constexpr int kN = 2 * kTileRows;
-    __m256 logit[kN];
-    for (int h = 0; h < 4; ++h) {
-        float const* qh[kTileRows];
-        for (int r = 0; r < kTileRows; ++r) {
-            qh[r] = q + r * 512 + h * 128;
-        }
-        __m256 dot[kN];
-        node<1, 0>(qh, kT, dot);
-        for (int n = 0; n < kN; ++n) {
-            __m256 const rl = _mm256_max_ps(dot[n], _mm256_setzero_ps()); // relu, see above
-            logit[n] = h == 0 ? rl : _mm256_add_ps(logit[n], rl);
-        }
-    }
-    __m256 const scale = _mm256_set1_ps(__builtin_bit_cast(float, 0x3DB504F3u));
-    for (int n = 0; n < kN; ++n) {
-        _mm256_storeu_ps(out + n * 8, _mm256_mul_ps(logit[n], scale));
-    }
-}
+#include "reference/k2Simd.inc"
+#undef QSA_K2_OP
 
 } // namespace k2avx2
 #pragma GCC pop_options
