@@ -12,6 +12,26 @@
 namespace qsa {
 namespace ref {
 
+void prefillK1(char const* fn, PrefillCase const& c, PrefillResult& res) {
+    int32_t const B = c.batchSize;
+    int32_t const S = c.seqLen;
+    int32_t const mb = (S + 3) / 4;
+    res.qNormed.assign(static_cast<size_t>(B) * S * 512, 0);
+    res.kbar.assign(static_cast<size_t>(B) * mb * 128, 0);
+    qPrep(c.dtype, res.qNormed.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(), c.wQ.data(),
+          c.rmsEps, B, S);
+    if (c.hasPool) {
+        res.poolAfter = c.pool.data;
+        PoolView const view = viewOf(fn, c.pool, B, res.poolAfter);
+        kCompressPaged(c.dtype, res.kbar.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(),
+                       c.wK.data(), c.rmsEps, B, S, mb, 0, mb, 0, view);
+        rawKTailScatter(c.dtype, c.indexQk.data(), c.contextLengths.data(), B, S, view);
+    } else {
+        kCompress(c.dtype, res.kbar.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(), c.wK.data(),
+                  c.rmsEps, B, S, mb, 0, mb, 0);
+    }
+}
+
 PrefillResult runPrefillByStages(PrefillCase const& c, int64_t rowsPerChunk) {
     FpEnvGuard guard;
     int32_t const B = c.batchSize;
@@ -23,21 +43,8 @@ PrefillResult runPrefillByStages(PrefillCase const& c, int64_t rowsPerChunk) {
     int32_t const mb = (S + 3) / 4;
     int64_t const rows = static_cast<int64_t>(B) * S;
     PrefillResult res;
-    res.qNormed.assign(static_cast<size_t>(rows) * 512, 0);
-    res.kbar.assign(static_cast<size_t>(B) * mb * 128, 0);
     res.outIdx.assign(static_cast<size_t>(rows) * kIndexWidth, 0);
-    qPrep(c.dtype, res.qNormed.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(), c.wQ.data(),
-          c.rmsEps, B, S);
-    if (c.hasPool) {
-        res.poolAfter = c.pool.data;
-        PoolView const view = viewOf("runPrefillByStages", c.pool, B, res.poolAfter);
-        kCompressPaged(c.dtype, res.kbar.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(),
-                       c.wK.data(), c.rmsEps, B, S, mb, 0, mb, 0, view);
-        rawKTailScatter(c.dtype, c.indexQk.data(), c.contextLengths.data(), B, S, view);
-    } else {
-        kCompress(c.dtype, res.kbar.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(), c.wK.data(),
-                  c.rmsEps, B, S, mb, 0, mb, 0);
-    }
+    prefillK1("runPrefillByStages", c, res);
     if (c.keepLogits) {
         res.logits.assign(static_cast<size_t>(rows) * mb, 0.0f);
     }

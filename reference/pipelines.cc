@@ -7,6 +7,7 @@
 // (byStages.cc) is the literal chunked composition; the tests hold the two against each other.
 #include "reference/qsaReference.h"
 
+#include "reference/byStages.h"
 #include "reference/k2.h"
 #include "reference/numerics.h"
 #include "reference/parallel.h"
@@ -113,26 +114,11 @@ PrefillResult runPrefill(PrefillCase const& c, int numThreads) {
     int32_t const mb = numBlocksOf(S);
     int64_t const rows = static_cast<int64_t>(B) * S;
     PrefillResult res;
-    res.qNormed.assign(static_cast<size_t>(rows) * 512, 0);
-    res.kbar.assign(static_cast<size_t>(B) * mb * 128, 0);
     res.outIdx.assign(static_cast<size_t>(rows) * kIndexWidth, -1);
     if (c.keepLogits) {
         res.logits.assign(static_cast<size_t>(rows) * mb, -FLT_MAX);
     }
-    // K1a.
-    qPrep(c.dtype, res.qNormed.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(), c.wQ.data(),
-          c.rmsEps, B, S);
-    // K1b (paged when there is a pool) and the raw-k tail scatter.
-    if (c.hasPool) {
-        res.poolAfter = c.pool.data;
-        PoolView const view = viewOf(fn, c.pool, B, res.poolAfter);
-        kCompressPaged(c.dtype, res.kbar.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(),
-                       c.wK.data(), c.rmsEps, B, S, mb, 0, mb, 0, view);
-        rawKTailScatter(c.dtype, c.indexQk.data(), c.contextLengths.data(), B, S, view);
-    } else {
-        kCompress(c.dtype, res.kbar.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(), c.wK.data(),
-                  c.rmsEps, B, S, mb, 0, mb, 0);
-    }
+    prefillK1(fn, c, res); // K1a, K1b (paged when there is a pool) and the raw-k tail scatter
     // K2, selection, K4 per sequence.
     for (int32_t b = 0; b < B; ++b) {
         int32_t const ctx = clampCtx(c.contextLengths[b], S);
