@@ -240,10 +240,8 @@ RC_GTEST_PROP(RefProperties, DecodeStepsEqualPrefillNumerics, ()) {
     DType const dt = *rc::gen::element(DType::kHalf, DType::kBf16);
     int32_t const B = *rc::gen::inRange(1, 3);
     int32_t const n = *rc::gen::inRange(1, 10);
-    std::vector<int32_t> L;
-    for (int32_t b = 0; b < B; ++b) {
-        L.push_back(*rc::gen::oneOf(rc::gen::inRange(0, 30), rc::gen::inRange(120, 140)));
-    }
+    std::vector<int32_t> const L = *rc::gen::container<std::vector<int32_t>>(
+        B, rc::gen::oneOf(rc::gen::inRange(0, 30), rc::gen::inRange(120, 140)));
     ValueMode const mode = *rc::gen::element(ValueMode::kTies, ValueMode::kNormal);
     uint32_t const seed = *rc::gen::arbitrary<uint32_t>();
     int32_t const maxL = *std::max_element(L.begin(), L.end());

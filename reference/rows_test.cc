@@ -20,10 +20,7 @@ RC_GTEST_PROP(PrefillRows, AnySubsetEqualsFullPrefill, ()) {
     DType const dt = *rc::gen::element(DType::kHalf, DType::kBf16);
     int32_t const B = *rc::gen::inRange(1, 4);
     int32_t const S = *rc::gen::inRange(1, 60);
-    std::vector<int32_t> ctx;
-    for (int32_t b = 0; b < B; ++b) {
-        ctx.push_back(*rc::gen::inRange(-1, S + 2));
-    }
+    std::vector<int32_t> const ctx = *rc::gen::container<std::vector<int32_t>>(B, rc::gen::inRange(-1, S + 2));
     ValueMode const mode = *rc::gen::element(ValueMode::kTies, ValueMode::kNormal, ValueMode::kSpecial);
     PrefillCase const c = test::randomPrefill(*rc::gen::arbitrary<uint32_t>(), dt, B, S, ctx, mode);
     std::vector<int64_t> const rows =
