@@ -40,15 +40,18 @@ public:
         if (p == nullptr)
             fail(std::string("argument ") + name + " is null");
     }
-    // The six pointers both runners take, in the order their errors are reported.
-    void inputsNotNull(void const* outIdx, void const* indexQk, void const* cosSin, void const* contextLengths,
-                       void const* wQ, void const* wK) const {
+    // What both runners check first, in the order their errors are reported: the six pointers, then the two
+    // counts (batchSize and seqLen or maxBlocks).
+    void runnerInputs(void const* outIdx, void const* indexQk, void const* cosSin, void const* contextLengths,
+                      void const* wQ, void const* wK, int64_t batchSize, char const* countName, int64_t count) const {
         notNull(outIdx, "outIdx");
         notNull(indexQk, "indexQk");
         notNull(cosSin, "cosSin");
         notNull(contextLengths, "contextLengths");
         notNull(wQ, "wQ");
         notNull(wK, "wK");
+        positive(batchSize, "batchSize");
+        positive(count, countName);
     }
     void positive(int64_t v, char const* name) const {
         if (v <= 0)
@@ -93,6 +96,20 @@ public:
 private:
     std::string fn_;
 };
+
+// The inputs as the pipelines read them: T as its bit patterns and Act.
+template <typename T>
+void setInputs(qsa::oracle::Inputs& in, int32_t* outIdx, T const* indexQk, float const* cosSin,
+               int32_t const* contextLengths, T const* wQ, T const* wK, float rmsEps) {
+    in.act = actOf<T>();
+    in.outIdx = outIdx;
+    in.indexQk = reinterpret_cast<uint16_t const*>(indexQk);
+    in.cosSin = cosSin;
+    in.contextLengths = contextLengths;
+    in.wQ = reinterpret_cast<uint16_t const*>(wQ);
+    in.wK = reinterpret_cast<uint16_t const*>(wK);
+    in.rmsEps = rmsEps;
+}
 
 // Byte counts in 128 bits, so that no product of int32 arguments wraps; a size_t overflow throws.
 using Bytes = unsigned __int128;
@@ -154,9 +171,7 @@ void runQsaIndexerPrefill(int32_t* outIdx, T const* indexQk, float const* cosSin
                           int32_t batchSize, int32_t seqLen, QsaIndexerPoolState const* poolState,
                           cudaStream_t /*stream*/) {
     Args const args("runQsaIndexerPrefill");
-    args.inputsNotNull(outIdx, indexQk, cosSin, contextLengths, wQ, wK);
-    args.positive(batchSize, "batchSize");
-    args.positive(seqLen, "seqLen");
+    args.runnerInputs(outIdx, indexQk, cosSin, contextLengths, wQ, wK, batchSize, "seqLen", seqLen);
     args.workspace(workspace, workspaceBytes, getQsaIndexerWorkspaceSize(batchSize, seqLen),
                    "getQsaIndexerWorkspaceSize(batchSize = " + std::to_string(batchSize) +
                        ", maxSeqLen = " + std::to_string(seqLen) + ")");
@@ -166,14 +181,7 @@ void runQsaIndexerPrefill(int32_t* outIdx, T const* indexQk, float const* cosSin
 
     qsa::oracle::DefaultFpEnv const fpEnv;
     qsa::oracle::PrefillIo io;
-    io.act = actOf<T>();
-    io.outIdx = outIdx;
-    io.indexQk = reinterpret_cast<uint16_t const*>(indexQk);
-    io.cosSin = cosSin;
-    io.contextLengths = contextLengths;
-    io.wQ = reinterpret_cast<uint16_t const*>(wQ);
-    io.wK = reinterpret_cast<uint16_t const*>(wK);
-    io.rmsEps = rmsEps;
+    setInputs(io, outIdx, indexQk, cosSin, contextLengths, wQ, wK, rmsEps);
     io.B = batchSize;
     io.S = seqLen;
     io.pool = poolState != nullptr ? &pool : nullptr;
@@ -197,23 +205,14 @@ void runQsaIndexerDecode(int32_t* outIdx, T const* indexQk, float const* cosSin,
                          int32_t* splitCounters, void* workspace, size_t workspaceBytes, int32_t batchSize,
                          int32_t maxBlocks, cudaStream_t /*stream*/) {
     Args const args("runQsaIndexerDecode");
-    args.inputsNotNull(outIdx, indexQk, cosSin, contextLengths, wQ, wK);
-    args.positive(batchSize, "batchSize");
-    args.positive(maxBlocks, "maxBlocks");
+    args.runnerInputs(outIdx, indexQk, cosSin, contextLengths, wQ, wK, batchSize, "maxBlocks", maxBlocks);
     args.workspace(workspace, workspaceBytes, getQsaIndexerDecodeWorkspaceSize(batchSize, maxBlocks),
                    "getQsaIndexerDecodeWorkspaceSize(maxBatchSize = " + std::to_string(batchSize) +
                        ", maxBlocks = " + std::to_string(maxBlocks) + ")");
 
     qsa::oracle::DefaultFpEnv const fpEnv;
     qsa::oracle::DecodeIo io;
-    io.act = actOf<T>();
-    io.outIdx = outIdx;
-    io.indexQk = reinterpret_cast<uint16_t const*>(indexQk);
-    io.cosSin = cosSin;
-    io.contextLengths = contextLengths;
-    io.wQ = reinterpret_cast<uint16_t const*>(wQ);
-    io.wK = reinterpret_cast<uint16_t const*>(wK);
-    io.rmsEps = rmsEps;
+    setInputs(io, outIdx, indexQk, cosSin, contextLengths, wQ, wK, rmsEps);
     io.pool = args.pool(poolState);
     io.splitCounters = splitCounters; // optional
     io.B = batchSize;

@@ -10,15 +10,19 @@
 namespace qsa {
 namespace oracle {
 
-struct PrefillIo {
+// The inputs both runners take (section 2); decode has S = 1.
+struct Inputs {
     Act act = Act::kHalf;
     int32_t* outIdx = nullptr;               // [B, S, 2051]
     uint16_t const* indexQk = nullptr;       // [B, S, 640]
-    float const* cosSin = nullptr;           // [>= S, 64]
-    int32_t const* contextLengths = nullptr; // [B], clamped to [0, S] here
+    float const* cosSin = nullptr;           // prefill: [>= S, 64]
+    int32_t const* contextLengths = nullptr; // [B]: prefill clamps it to [0, S]; decode's includes the new token
     uint16_t const* wQ = nullptr;            // [128] raw gamma
     uint16_t const* wK = nullptr;
     float rmsEps = 0.0f;
+};
+
+struct PrefillIo : Inputs {
     int32_t B = 0, S = 0;
     Pool const* pool = nullptr; // null: no pool
 };
@@ -33,15 +37,7 @@ struct PrefillSlots {
     int32_t* valuesAlt = nullptr;
 };
 
-struct DecodeIo {
-    Act act = Act::kHalf;
-    int32_t* outIdx = nullptr; // [B, 1, 2051]
-    uint16_t const* indexQk = nullptr;
-    float const* cosSin = nullptr;
-    int32_t const* contextLengths = nullptr; // ctx includes the new token
-    uint16_t const* wQ = nullptr;
-    uint16_t const* wK = nullptr;
-    float rmsEps = 0.0f;
+struct DecodeIo : Inputs {
     Pool pool;
     int32_t* splitCounters = nullptr; // [B, numKVHeads] or null
     int32_t B = 0, maxBlocks = 0;
