@@ -30,14 +30,20 @@ def curated_cases():
     return [os.path.join(d, n) for n in names]
 
 
-def qsa_bin():
-    """The C++ reader's CLI (//tools:qsa). Missing is an error, never a skip."""
-    for p in (os.environ.get("QSA_BIN"), os.path.join(repo_root(), "tools", "qsa"),
-              os.path.join(repo_root(), "bazel-bin", "tools", "qsa")):
+def built_binary(env, package, name, missing):
+    """$env, else //package:name in the runfiles (or the source tree), else in bazel-bin. Missing is an
+    error (the message `missing`), never a skip."""
+    for p in (os.environ.get(env), os.path.join(repo_root(), package, name),
+              os.path.join(repo_root(), "bazel-bin", package, name)):
         if p and os.path.isfile(p) and os.access(p, os.X_OK):
             return p
-    raise AssertionError("no qsa binary: run under `bazel test //python/...`, or `bazel build //tools:qsa` "
-                         "first, or set QSA_BIN")
+    raise AssertionError(missing)
+
+
+def qsa_bin():
+    """The C++ reader's CLI (//tools:qsa)."""
+    return built_binary("QSA_BIN", "tools", "qsa", "no qsa binary: run under `bazel test //python/...`, or "
+                        "`bazel build //tools:qsa` first, or set QSA_BIN")
 
 
 _MSG = re.compile(r"^(.*?): field '(.*?)': (.*)$", re.S)

@@ -11,7 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from common import cases_dir, curated_cases, qsa_bin, repo_root
+from common import built_binary, cases_dir, curated_cases, qsa_bin
 from qsa_fixture import __main__ as cli
 from qsa_fixture import numpy_impl, read_fixture, replay
 from qsa_fixture.npy import serialize_npy
@@ -142,6 +142,16 @@ def with_env(monkeypatch, spec):
     return dict(os.environ)
 
 
+def diff_mutated(tmp_path, fx, mutate, env):
+    """diff_both of the fixture against its expected outputs altered by `mutate`."""
+    f = read_fixture(fx)
+    outs = expected_as_outputs(f)
+    mutate(outs, f)
+    od = str(tmp_path / "out")
+    write_outputs(od, outs)
+    return diff_both(fx, od, env)
+
+
 def diff_both(fx, od, env):
     """(rc, stdout) of `qsa diff FIXTURE OUTDIR` and of `python -m qsa_fixture diff FIXTURE OUTDIR`."""
     cpp = subprocess.run([qsa_bin(), "diff", fx, od], capture_output=True, text=True, timeout=120, env=env)
@@ -160,12 +170,7 @@ def test_report_equals_cpp(tmp_path, monkeypatch, name, mutate):
     profile=... contract=N]" per failed check), on fixtures with core and with hardened inputs."""
     env = with_env(monkeypatch, "")
     fx = os.path.join(cases_dir(), name)
-    f = read_fixture(fx)
-    outs = expected_as_outputs(f)
-    mutate(outs, f)
-    od = str(tmp_path / "out")
-    write_outputs(od, outs)
-    (crc, cpp), (rc, py) = diff_both(fx, od, env)
+    (crc, cpp), (rc, py) = diff_mutated(tmp_path, fx, mutate, env)
     assert crc == rc == 1, (crc, rc)
     assert norm(py) == norm(cpp), f"\n--- C++\n{cpp}\n--- Python\n{py}"
     assert py.startswith("DIFFERENT") and "contract broken: " in py and "\n  failed check Fixture." in py
@@ -195,12 +200,7 @@ LEVEL_CASES = [
 def test_report_under_selection_equals_cpp(tmp_path, monkeypatch, spec, name, mutate):
     env = with_env(monkeypatch, spec)
     fx = os.path.join(cases_dir(), name)
-    f = read_fixture(fx)
-    outs = expected_as_outputs(f)
-    mutate(outs, f)
-    od = str(tmp_path / "out")
-    write_outputs(od, outs)
-    (crc, cpp), (rc, py) = diff_both(fx, od, env)
+    (crc, cpp), (rc, py) = diff_mutated(tmp_path, fx, mutate, env)
     assert crc == rc and norm(py) == norm(cpp), f"\n--- C++ rc={crc}\n{cpp}\n--- Python rc={rc}\n{py}"
     if spec == "QSA_LEVELS=core" or spec == "QSA_LEVELS=hardened" and name == "prefill_random_pool_half":
         assert rc == 0 and py.startswith("IDENTICAL"), py  # nothing selected failed
@@ -340,13 +340,10 @@ def probe_format(r, name):
 
 
 def probe_bin():
-    """//python:replay_throw_probe: the runfiles under `bazel test`, else bazel-bin (or $QSA_THROW_PROBE)."""
-    for p in (os.environ.get("QSA_THROW_PROBE"), os.path.join(repo_root(), "python", "replay_throw_probe"),
-              os.path.join(repo_root(), "bazel-bin", "python", "replay_throw_probe")):
-        if p and os.path.isfile(p) and os.access(p, os.X_OK):
-            return p
-    raise AssertionError("no replay_throw_probe: run under `bazel test //python:replay_test`, or `bazel build "
-                         "//python:replay_throw_probe` first, or set QSA_THROW_PROBE")
+    """//python:replay_throw_probe."""
+    return built_binary("QSA_THROW_PROBE", "python", "replay_throw_probe", "no replay_throw_probe: run under "
+                        "`bazel test //python:replay_test`, or `bazel build //python:replay_throw_probe` first, or "
+                        "set QSA_THROW_PROBE")
 
 
 THROW_CASES = [("", "prefill_random_bf16"), ("", "decode_over_512_blocks_half"),
