@@ -50,22 +50,13 @@ class _Parser:
         if c == "{":
             return self.obj()
         if c == "[":
-            self.i += 1
             out = []
-            self.ws()
-            if self.s[self.i:self.i + 1] == "]":
-                self.i += 1
+            if self.opened("]"):
                 return out
             while True:
                 out.append(self.value())
-                self.ws()
-                c = self.s[self.i:self.i + 1]
-                self.i += 1
-                if c == "]":
+                if self.closed("]"):
                     return out
-                if c != ",":
-                    self.i -= 1
-                    self.err("expected ',' or ']'")
         if c == '"':
             return self.string()
         for lit, v in (("true", True), ("false", False), ("null", None)):
@@ -76,12 +67,30 @@ class _Parser:
             return self.number()
         self.err("invalid literal")
 
-    def obj(self):
+    def opened(self, close):
+        """Past the opening bracket and white space: True (and past `close`) for an empty container."""
         self.i += 1
-        out = {}
         self.ws()
-        if self.s[self.i:self.i + 1] == "}":
+        if self.s[self.i:self.i + 1] == close:
             self.i += 1
+            return True
+        return False
+
+    def closed(self, close):
+        """After an element: True past `close`, False past a ','; anything else is an error at its offset."""
+        self.ws()
+        c = self.s[self.i:self.i + 1]
+        self.i += 1
+        if c == close:
+            return True
+        if c != ",":
+            self.i -= 1
+            self.err(f"expected ',' or '{close}'")
+        return False
+
+    def obj(self):
+        out = {}
+        if self.opened("}"):
             return out
         while True:
             self.ws()
@@ -95,14 +104,8 @@ class _Parser:
                 self.err("expected ':'")
             self.i += 1
             out[k] = self.value()
-            self.ws()
-            c = self.s[self.i:self.i + 1]
-            self.i += 1
-            if c == "}":
+            if self.closed("}"):
                 return out
-            if c != ",":
-                self.i -= 1
-                self.err("expected ',' or '}'")
 
     def hex4(self):
         h = self.s[self.i:self.i + 4]
@@ -148,33 +151,31 @@ class _Parser:
             else:
                 self.err("invalid escape")
 
+    def digits(self):
+        """Past a run of decimal digits; the run."""
+        d0 = self.i
+        while self.i < len(self.s) and self.s[self.i] in "0123456789":
+            self.i += 1
+        return self.s[d0:self.i]
+
     def number(self):
         st = self.i
         if self.s[self.i] == "-":
             self.i += 1
-        d0 = self.i
-        while self.i < len(self.s) and self.s[self.i] in "0123456789":
-            self.i += 1
-        digits = self.s[d0:self.i]
+        digits = self.digits()
         if not digits or (len(digits) > 1 and digits[0] == "0"):
             self.err("invalid number")
         is_float = False
         if self.s[self.i:self.i + 1] == ".":
             self.i += 1
-            f0 = self.i
-            while self.i < len(self.s) and self.s[self.i] in "0123456789":
-                self.i += 1
-            if self.i == f0:
+            if not self.digits():  # a fraction needs a digit
                 self.err("invalid number")
             is_float = True
         if self.s[self.i:self.i + 1] in ("e", "E"):
             self.i += 1
             if self.s[self.i:self.i + 1] in ("+", "-"):
                 self.i += 1
-            e0 = self.i
-            while self.i < len(self.s) and self.s[self.i] in "0123456789":
-                self.i += 1
-            if self.i == e0:
+            if not self.digits():  # so does an exponent
                 self.err("invalid number")
             is_float = True
         text = self.s[st:self.i]

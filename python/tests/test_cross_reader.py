@@ -99,6 +99,12 @@ def with_npy(name, **kw):
     return f
 
 
+def w_q_dict(descr="<u2", shape="(128,)", extra="", after=""):
+    """w_q.npy with the header dict {'descr': DESCR, 'fortran_order': False, 'shape': SHAPE EXTRA} AFTER."""
+    return with_npy("w_q.npy",
+                    dict_text=f"{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}{extra}}}{after}")
+
+
 def set_array(name, fn):
     def f(d):
         a = arr(d, name).copy()
@@ -165,27 +171,19 @@ CORPUS = [
     ("npy_wrong_shape_split", DS, set_array("split_counters.npy", lambda a: a[:, :0])),
     ("npy_wrong_shape_logits", DS, set_array("expected_logits.npy", lambda a: a[:, :-1])),
     ("npy_scalar_shape", PF, set_array("w_q.npy", lambda a: np.array(a[0]))),
-    ("npy_unknown_key", PF, with_npy("w_q.npy", dict_text="{'descr': '<u2', 'fortran_order': False, "
-                                                          "'shape': (128,), 'x': 1}")),
+    ("npy_unknown_key", PF, w_q_dict(extra=", 'x': 1")),
     ("npy_missing_shape", PF, with_npy("w_q.npy", dict_text="{'descr': '<u2', 'fortran_order': False}")),
     ("npy_missing_descr", PF, with_npy("w_q.npy", dict_text="{'fortran_order': False, 'shape': (128,)}")),
     ("npy_dup_key", PF, with_npy("w_q.npy", dict_text="{'descr': '<u2', 'descr': '<u2', 'fortran_order': "
                                                       "False, 'shape': (128,)}")),
-    ("npy_escape", PF, with_npy("w_q.npy", dict_text="{'descr': '<u\\2', 'fortran_order': False, "
-                                                     "'shape': (128,)}")),
-    ("npy_junk_after_dict", PF, with_npy("w_q.npy", dict_text="{'descr': '<u2', 'fortran_order': False, "
-                                                              "'shape': (128,)} x")),
+    ("npy_escape", PF, w_q_dict(descr="<u\\2")),
+    ("npy_junk_after_dict", PF, w_q_dict(after=" x")),
     ("npy_double_quotes_long_ok", PF, with_npy("w_q.npy", dict_text='{"shape": (128L,), "descr": "<u2", '
                                                                     '"fortran_order": False}')),
-    ("npy_shape_not_int", PF, with_npy("w_q.npy", dict_text="{'descr': '<u2', 'fortran_order': False, "
-                                                            "'shape': (12a,)}")),
-    ("npy_shape_huge", PF, with_npy("w_q.npy", dict_text="{'descr': '<u2', 'fortran_order': False, "
-                                                         "'shape': (99999999999999,)}")),
-    ("npy_shape_too_many_elems", PF, with_npy("w_q.npy", dict_text="{'descr': '<u2', 'fortran_order': "
-                                                                   "False, 'shape': (1099511627776, "
-                                                                   "1099511627776)}")),
-    ("npy_rank_9", PF, with_npy("w_q.npy", dict_text="{'descr': '<u2', 'fortran_order': False, "
-                                                     "'shape': (1,1,1,1,1,1,1,1,128)}")),
+    ("npy_shape_not_int", PF, w_q_dict(shape="(12a,)")),
+    ("npy_shape_huge", PF, w_q_dict(shape="(99999999999999,)")),
+    ("npy_shape_too_many_elems", PF, w_q_dict(shape="(1099511627776, 1099511627776)")),
+    ("npy_rank_9", PF, w_q_dict(shape="(1,1,1,1,1,1,1,1,128)")),
     ("npy_missing_comma", PF, with_npy("w_q.npy", dict_text="{'descr': '<u2' 'fortran_order': False, "
                                                             "'shape': (128,)}")),
     ("npy_unterminated", PF, with_npy("w_q.npy", dict_text="{'descr': '<u2")),
@@ -222,6 +220,8 @@ CORPUS = [
     ("json_top_array", PF, raw_json("[1, 2]")),
     ("json_empty", PF, raw_json("")),
     ("json_trailing_garbage", PF, bytes_edit("case.json", lambda b: b + b"x")),
+    ("json_unclosed_object", PF, bytes_edit("case.json", lambda b: b.rstrip()[:-1])),  # ends after a value
+    ("json_spaced_empty_containers", PF, replace_in_json('"pool": null', '"pool": null, "zeta": [ ], "alpha": { }')),
     ("json_dup_top", PF, replace_in_json('"pool": null', '"pool": null, "dtype": "half"')),
     ("json_dup_pool", PP, replace_in_json('"head_size"', '"num_pages": 1, "head_size"')),
     ("json_dup_before_syntax_error", PF, replace_in_json('"pool": null', '"pool": null, "pool": nul')),
