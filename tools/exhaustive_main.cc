@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "testing/device_buffer.h"
 #include "tools/certify_cuda.h"
 #include "tools/exhaustive_compare.h"
 #include "tools/exhaustive_kernels.h"
@@ -97,13 +98,22 @@ json statsJson(CheckStats const& s, int which, uint64_t expected, bool independe
             {"examples", ex}};
 }
 
-// Host copy of the device results of one chunk (pinned).
+// Host copy of the device results of one chunk (pinned), released with the slot.
 struct Slot {
     uint32_t* rs = nullptr;
     uint16_t* h = nullptr;
     uint16_t* bf = nullptr;
     uint32_t base = 0, n = 0;
     cudaEvent_t done = nullptr;
+    Slot() = default;
+    Slot(Slot const&) = delete;
+    Slot& operator=(Slot const&) = delete;
+    ~Slot() {
+        cudaFreeHost(rs);
+        cudaFreeHost(h);
+        cudaFreeHost(bf);
+        cudaEventDestroy(done);
+    }
 };
 
 void progress(uint64_t done, uint64_t total) {
@@ -140,14 +150,11 @@ void hostFloatInputs(Truth truth, uint64_t stride, uint32_t chunk, int threads, 
 // the host compares chunk k - 1.
 void deviceFloatInputs(uint32_t chunk, int threads, Plant const& plant, CheckStats* st, uint64_t& done,
                        uint64_t total) {
-    uint32_t* dRs = nullptr;
-    uint16_t* dH = nullptr;
-    uint16_t* dBf = nullptr;
-    cuda(cudaMalloc(&dRs, chunk * sizeof(uint32_t)), "cudaMalloc");
-    cuda(cudaMalloc(&dH, chunk * sizeof(uint16_t)), "cudaMalloc");
-    cuda(cudaMalloc(&dBf, chunk * sizeof(uint16_t)), "cudaMalloc");
-    cudaStream_t stream = nullptr;
-    cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    // Device results and stream from testing/ (released on every path); declared first, released last.
+    qsa::testlib::DeviceBuffer<uint32_t> const dRs(chunk);
+    qsa::testlib::DeviceBuffer<uint16_t> const dH(chunk);
+    qsa::testlib::DeviceBuffer<uint16_t> const dBf(chunk);
+    qsa::testlib::Stream const stream;
     Slot slots[2];
     for (Slot& s : slots) {
         cuda(cudaMallocHost(&s.rs, chunk * sizeof(uint32_t)), "cudaMallocHost");
@@ -161,13 +168,15 @@ void deviceFloatInputs(uint32_t chunk, int threads, Plant const& plant, CheckSta
             Slot& s = slots[k % 2];
             s.base = static_cast<uint32_t>(k * chunk);
             s.n = chunk;
-            cuda(launchFloatInputs(s.base, s.n, dRs, dH, dBf, plant, stream), "launchFloatInputs");
-            cuda(cudaMemcpyAsync(s.rs, dRs, chunk * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream),
+            cuda(launchFloatInputs(s.base, s.n, dRs.get(), dH.get(), dBf.get(), plant, stream.get()),
+                 "launchFloatInputs");
+            cuda(cudaMemcpyAsync(s.rs, dRs.get(), chunk * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream.get()),
                  "cudaMemcpyAsync");
-            cuda(cudaMemcpyAsync(s.h, dH, chunk * sizeof(uint16_t), cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
-            cuda(cudaMemcpyAsync(s.bf, dBf, chunk * sizeof(uint16_t), cudaMemcpyDeviceToHost, stream),
+            cuda(cudaMemcpyAsync(s.h, dH.get(), chunk * sizeof(uint16_t), cudaMemcpyDeviceToHost, stream.get()),
                  "cudaMemcpyAsync");
-            cuda(cudaEventRecord(s.done, stream), "cudaEventRecord");
+            cuda(cudaMemcpyAsync(s.bf, dBf.get(), chunk * sizeof(uint16_t), cudaMemcpyDeviceToHost, stream.get()),
+                 "cudaMemcpyAsync");
+            cuda(cudaEventRecord(s.done, stream.get()), "cudaEventRecord");
         }
         if (k > 0) {
             Slot& s = slots[(k - 1) % 2];
@@ -177,16 +186,6 @@ void deviceFloatInputs(uint32_t chunk, int threads, Plant const& plant, CheckSta
             progress(done, total);
         }
     }
-    for (Slot& s : slots) {
-        cudaFreeHost(s.rs);
-        cudaFreeHost(s.h);
-        cudaFreeHost(s.bf);
-        cudaEventDestroy(s.done);
-    }
-    cudaStreamDestroy(stream);
-    cudaFree(dRs);
-    cudaFree(dH);
-    cudaFree(dBf);
 }
 
 } // namespace
