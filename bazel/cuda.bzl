@@ -32,6 +32,8 @@ _NUMERICS = [
     "-ffp-contract=off",
 ]
 
+_NVCC_PRIVATE_TMP = 'tmp=$(mktemp -d "${TMPDIR:-/tmp}/qsa-nvcc.XXXXXXXX") || exit 1; TMPDIR="$tmp" "$@"; rc=$?; rm -rf "$tmp"; exit $rc'
+
 ArchSetInfo = provider(doc = "The arch set chosen by //bazel:cuda_archs.", fields = ["name"])
 
 def _cuda_archs_flag_impl(ctx):
@@ -78,10 +80,13 @@ def _cuda_library_impl(ctx):
     objs = []
     for src in ctx.files.srcs:
         obj = ctx.actions.declare_file("_objs/%s/%s.o" % (ctx.label.name, src.basename.rsplit(".", 1)[0]))
-        ctx.actions.run(
+        ctx.actions.run_shell(
+            # nvcc names its temporary files after its pid; in linux-sandbox every action's nvcc has the same pid
+            # and /tmp is shared, so two concurrent compiles deleted each other's files ("cannot open source
+            # file /tmp/tmpxft_00000002_..."). Each compile gets its own TMPDIR, removed afterwards.
+            command = _NVCC_PRIVATE_TMP,
             # Absolute path: nvcc resolves its toolkit relative to argv[0].
-            executable = ctx.attr.cuda_path + "/bin/nvcc",
-            arguments = [args, "-c", src.path, "-o", obj.path],
+            arguments = [ctx.attr.cuda_path + "/bin/nvcc", args, "-c", src.path, "-o", obj.path],
             inputs = inputs,
             outputs = [obj],
             mnemonic = "NvccCompile",
