@@ -190,7 +190,7 @@ sanitize_budget() { # tool binary-path
     *_gpu) rc="max_success=1 max_size=30" ;;
     esac
     # decode_pipeline_test under racecheck: every case ran past 150 s on one H200 (the 24-step graph replay
-    # too), so only its 4-step twin CudaGraphReplayFewSteps runs, half only (82 s on 2026-12-01; both dtypes
+    # too), so only its 4-step twin CudaGraphReplayFewSteps runs, half only (82 s with 6 pairs in parallel, 30 s alone, on 2026-12-01; both dtypes
     # ran past 150 s; bf16's B1/B2/B3 are race-checked by decode_{prep,scores,select}_test): B1, B2 and B3
     # in a stream and in a replayed graph (a host-only filter would leave compute-sanitizer nothing: rc 255).
     if [[ $tool == racecheck && $name == decode_pipeline_test ]]; then
