@@ -17,6 +17,7 @@ template <typename T>
 __global__ void __launch_bounds__(160)
     decodePrepKernel(T* qNormed, T const* indexQk, float const* cosSin, int32_t const* contextLengths, T const* wQ,
                      T const* wK, float rmsEps, PoolDev pool, int32_t maxBlocks) {
+    allowNextToStart(); // B2 may be scheduled now; it waits for this grid's writes before it reads
     int64_t const b = blockIdx.x;
     int const lane = threadIdx.x & 31;
     int const warp = threadIdx.x >> 5;

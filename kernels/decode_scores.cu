@@ -47,6 +47,8 @@ __global__ void __launch_bounds__(kTile)
     __shared__ uint2 ks[kTile * 32];
     __shared__ float4 qs[kHeads * 32];
     __shared__ int64_t pageBase[kTile / 32];
+    waitForPrevious(); // B1's qNormed and V-tail writes (launched after it: launchAfterPrevious)
+    allowNextToStart();
     int64_t const b = blockIdx.y;
     int64_t const ctx = contextLengths[b];
     if (ctx < 1 || ctx / 4 > maxBlocks) {
@@ -186,14 +188,8 @@ void launchQsaDecodeScores(float* logits, T const* qNormed, int32_t const* conte
     // 16-byte loads of the V-tails when every tail is 16-byte aligned.
     bool const vec = poolState.poolHeadDim % 8 == 0 && poolState.headSize % 8 == 0 &&
                      reinterpret_cast<uintptr_t>(poolState.poolPtr) % 16 == 0;
-    if (vec) {
-        decodeScoresKernel<T, true>
-            <<<grid, kTile, 0, stream>>>(logits, qNormed, contextLengths, toPoolDev(poolState), maxBlocks);
-    } else {
-        decodeScoresKernel<T, false>
-            <<<grid, kTile, 0, stream>>>(logits, qNormed, contextLengths, toPoolDev(poolState), maxBlocks);
-    }
-    checkLaunch(fn);
+    launchAfterPrevious(fn, vec ? decodeScoresKernel<T, true> : decodeScoresKernel<T, false>, grid, dim3(kTile), stream,
+                        1u, logits, qNormed, contextLengths, toPoolDev(poolState), maxBlocks);
 }
 
 template void launchQsaDecodeScores<__half>(float*, __half const*, int32_t const*, QsaIndexerPoolState const&, int32_t,

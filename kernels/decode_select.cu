@@ -91,6 +91,7 @@ __global__ void __launch_bounds__(kThreads)
     decodeSelectKernel(int32_t* outIdx, float const* logits, int32_t const* contextLengths, int32_t maxBlocks,
                        int32_t* splitCounters, int32_t numKVHeads) {
     __shared__ RadixSelectSmem<kThreads> sm;
+    waitForPrevious(); // B2's logits (launched after it: launchAfterPrevious)
     int64_t const b = blockIdx.x;
     zeroRow(splitCounters, b, numKVHeads);
     int32_t* out = outIdx + b * kWidth;
@@ -176,6 +177,7 @@ __global__ void __launch_bounds__(kClusterThreads)
     __shared__ RadixSelectSmem<kClusterThreads> sm;
     __shared__ int exch[2][256];
     __shared__ int2 tot;
+    waitForPrevious(); // B2's logits (launched after it: launchAfterPrevious)
     cg::cluster_group cluster = cg::this_cluster();
     int const rank = static_cast<int>(cluster.block_rank());
     int64_t const b = blockIdx.x / kCluster;
@@ -251,29 +253,13 @@ void launchDecodeSelectImpl(char const* fn, int32_t* outIdx, float const* logits
                             cudaStream_t stream) {
     QSA_MUTANT_SYNC();
     if (deviceHasClusters() && static_cast<int64_t>(batchSize) * kCluster <= 0x7FFFFFFF) {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(static_cast<unsigned>(batchSize) * kCluster);
-        cfg.blockDim = dim3(kClusterThreads);
-        cfg.dynamicSmemBytes = 0;
-        cfg.stream = stream;
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = kCluster;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        cudaError_t const e = cudaLaunchKernelEx(&cfg, decodeSelectClusterKernel, outIdx, logits, contextLengths,
-                                                 maxBlocks, splitCounters, numKVHeads);
-        if (e != cudaSuccess) {
-            (void)cudaGetLastError(); // the error is reported here, not by a later launch
-            fail(fn, "launch failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")");
-        }
+        launchAfterPrevious(fn, decodeSelectClusterKernel, dim3(static_cast<unsigned>(batchSize) * kCluster),
+                            dim3(kClusterThreads), stream, static_cast<unsigned>(kCluster), outIdx, logits,
+                            contextLengths, maxBlocks, splitCounters, numKVHeads);
     } else {
-        decodeSelectKernel<<<batchSize, kThreads, 0, stream>>>(outIdx, logits, contextLengths, maxBlocks, splitCounters,
-                                                               numKVHeads);
+        launchAfterPrevious(fn, decodeSelectKernel, dim3(static_cast<unsigned>(batchSize)), dim3(kThreads), stream, 1u,
+                            outIdx, logits, contextLengths, maxBlocks, splitCounters, numKVHeads);
     }
-    checkLaunch(fn);
 }
 
 } // namespace qsa_detail

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "kernels/qsaIndexerKernels.h"
 #include "kernels/qsaMutants.h"
@@ -326,6 +327,78 @@ inline void checkRowRange(char const* fn, int64_t batchSize, int64_t seqLen, int
     if (rowBegin < 0 || rowBegin > rowEnd || rowEnd > rows) {
         fail(fn, "need 0 <= rowBegin <= rowEnd <= batchSize * seqLen, got rowBegin ", rowBegin, ", rowEnd ", rowEnd,
              ", batchSize * seqLen ", rows);
+    }
+}
+
+// Programmatic dependent launch (sm_90 and newer). A kernel started by launchAfterPrevious (below) may be
+// scheduled while the kernel before it in the stream is still running; waitForPrevious(), its first
+// statement, returns only once that kernel has completed with its writes visible, so the stream order that
+// contract section 5's pipelines rely on (B1 -> B2 -> B3) is unchanged and only the launch latency overlaps.
+// allowNextToStart() lets the next such kernel be scheduled before this one ends. Both are no-ops on older
+// GPUs, where launchAfterPrevious is an ordinary launch.
+__device__ __forceinline__ void waitForPrevious() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void allowNextToStart() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
+// Whether the current device has compute capability >= 9.0 (queried once per device).
+inline bool deviceHasPdl() {
+    static int cached[64] = {};
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    int known = __atomic_load_n(&cached[dev], __ATOMIC_RELAXED);
+    if (known == 0) {
+        int major = 0;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            major = 0;
+        }
+        known = major >= 9 ? 1 : 2;
+        __atomic_store_n(&cached[dev], known, __ATOMIC_RELAXED);
+    }
+    return known == 1;
+}
+
+// Launches kernel<<<grid, block, 0, stream>>>(args...) with programmatic stream serialization where the device
+// has it (and clusterX CTAs per cluster when clusterX > 1); a failed launch throws, naming the launcher.
+template <typename... KernelArgs, typename... Args>
+void launchAfterPrevious(char const* fn, void (*kernel)(KernelArgs...), dim3 grid, dim3 block, cudaStream_t stream,
+                         unsigned clusterX, Args&&... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[2];
+    unsigned n = 0;
+    if (clusterX > 1) {
+        attr[n].id = cudaLaunchAttributeClusterDimension;
+        attr[n].val.clusterDim.x = clusterX;
+        attr[n].val.clusterDim.y = 1;
+        attr[n].val.clusterDim.z = 1;
+        ++n;
+    }
+    if (deviceHasPdl()) {
+        attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[n].val.programmaticStreamSerializationAllowed = 1;
+        ++n;
+    }
+    cfg.attrs = attr;
+    cfg.numAttrs = n;
+    cudaError_t const e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); // the error is reported here, not by a later launch
+        fail(fn, "launch failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")");
     }
 }
 
