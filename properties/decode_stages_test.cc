@@ -18,6 +18,7 @@ namespace {
 struct StageCase {
     ref::DecodeCase d;
     std::string description;
+    bool qCancel = false; // the q rows are kCancel payloads
 };
 
 // Writes 128 T values of a randomly chosen magnitude class into the indexer tail at (page, row).
@@ -37,6 +38,10 @@ rc::Gen<StageCase> genStageCase() {
         bool const gpu = implOnGpu();
         int32_t const B = *flatRange<int32_t>(1, gpu ? 9 : 5);
         ActSpec act = *genActSpec(*pick(false, true), false);
+        // A third more of the q rows cancel (kCancel): B1's sum-of-squares order shows in its T outputs only
+        // when the fma chain rounds differently, and an amplified rounding is what kCancel makes visible.
+        if (act.payload != Payload::kCancel && *weighted<bool>({{2, false}, {1, true}}))
+            makeCancel(act);
         // Around multiples of 4 (completing steps) and of 128 (page edges); nVis > 512 in a share of cases.
         // The regime (fixed shares, regimeGen): small lengths, page edges, or nVis > 512.
         Regime const regime = *regimeGen(defaultShares(false));
@@ -89,6 +94,7 @@ rc::Gen<StageCase> genStageCase() {
         if (d.hasSplitCounters)
             d.splitCounters.assign(size_t(B) * ps.numKVHeads, 7);
         StageCase s;
+        s.qCancel = act.payload == Payload::kCancel;
         std::ostringstream os;
         os << "decode-stage B=" << B << " maxBlocks=" << d.maxBlocks << " ctx=[";
         for (int32_t b = 0; b < B; ++b)
@@ -125,6 +131,7 @@ template <typename Mismatch>
 void checkStageCase(rc::Gen<Fill> const& fills, uint64_t fillSeedOffset, Mismatch mismatch) {
     StageCase const s = *genStageCase();
     coverStage(s.d);
+    coverage::cover("q_cancel", s.qCancel, 0.25);
     Capture cap("decode_stages", s.description);
     cap.add(s.d);
     RunOptions ro;

@@ -472,6 +472,20 @@ rc::Gen<std::vector<int32_t>> genContextLengths(int32_t B, int32_t S) {
                         });
 }
 
+void makeCancel(ActSpec& a) {
+    a.payload = Payload::kCancel;
+    if (a.ties == Ties::kQuantized)
+        a.ties = Ties::kNone; // squares of {0, 0.5, 1} sum exactly in any order: nothing to amplify
+    double s0 = 0.0;          // the sum of squares every q head shares (in double: exact for these magnitudes)
+    for (int d = 0; d < 128; ++d) {
+        uint16_t const v = cancelBase(a, d, 0);
+        float const x = a.dtype == DType::kHalf ? ref::halfToFloat(v) : ref::bf16ToFloat(v);
+        s0 += double(x) * double(x);
+    }
+    float const eps = -float(s0 / 128.0 * (1.0 - 1.0 / 256.0));
+    std::memcpy(&a.epsBits, &eps, 4);
+}
+
 rc::Gen<ActSpec> genActSpec(bool tieBias, bool allowPoison) {
     return rc::gen::exec([tieBias, allowPoison] {
         ActSpec a;
@@ -504,16 +518,8 @@ rc::Gen<ActSpec> genActSpec(bool tieBias, bool allowPoison) {
                 {{8, 0x358637BDu}, {1, 0u}, {1, 0x3727C5ACu}, {1, 0x3F800000u}, {1, 0xB58637BDu}, {1, 1u}});
         }
         a.seed = *rc::gen::arbitrary<uint32_t>();
-        if (a.payload == Payload::kCancel) {
-            double s0 = 0.0; // the sum of squares every q head shares (in double: exact for these magnitudes)
-            for (int d = 0; d < 128; ++d) {
-                uint16_t const v = cancelBase(a, d, 0);
-                float const x = a.dtype == DType::kHalf ? ref::halfToFloat(v) : ref::bf16ToFloat(v);
-                s0 += double(x) * double(x);
-            }
-            float const eps = -float(s0 / 128.0 * (1.0 - 1.0 / 256.0));
-            std::memcpy(&a.epsBits, &eps, 4);
-        }
+        if (a.payload == Payload::kCancel)
+            makeCancel(a);
         return a;
     });
 }

@@ -202,6 +202,9 @@ rc::Gen<std::vector<int32_t>> genContextLengths(int32_t B, int32_t S);
 rc::Gen<DecodeChainSpec> genDecodeChainSpecShares(int32_t maxL, int32_t maxSteps, bool tieBias, bool hostile,
                                                   RegimeShares const& shares);
 rc::Gen<ActSpec> genActSpec(bool tieBias, bool allowPoison);
+// Turns a into a kCancel payload: its rmsEps cancels the shared sum of squares (see Payload), and kQuantized
+// ties become kNone (their squares sum exactly in every order).
+void makeCancel(ActSpec& a);
 rc::Gen<PoolSpec> genPoolSpec(bool hostile, int64_t tokensTotal);
 // Large pools (tokensTotal > 16384) get one head and the narrowest tail geometry.
 void fitPool(PoolSpec& p, int64_t tokensTotal);
