@@ -1,5 +1,5 @@
 // Verdicts and rendering of the certificate (see certify_core.h). The certificate is plain JSON built by
-// certify_main.cc; every key named "seconds" or under "times" is a time, everything else is a deterministic
+// certify_report.cc; every key named "seconds" or under "times" is a time, everything else is a deterministic
 // function of the build, the machine and the options.
 #include "tools/certify_core.h"
 

@@ -213,7 +213,7 @@ TEST(Args, BadArgumentsThrow) {
     EXPECT_THROW(parse({"--bogus"}), std::runtime_error);
 }
 
-// A certificate as certify_main.cc builds it, for one GPU.
+// A certificate as certify_report.cc builds it, for one GPU.
 json sampleCertificate() {
     json prop = {{"id", "Padding.PaddedRowsAllMinusOneAndPoisonIgnored"},
                  {"seed", uint64_t(4000000000u)},

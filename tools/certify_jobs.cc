@@ -1,0 +1,274 @@
+// certify's jobs (certify_jobs.h): one gtest child with its files under the GPU's run directory, and what a
+// property, a whole binary and the exhaustive checks make of their child's exit, output and JSON.
+#include "tools/certify_jobs.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tools/certify_child.h"
+
+namespace qsa {
+namespace certify {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// A property id or binary path as a file name: [A-Za-z0-9._-] kept, everything else '_'.
+std::string safeName(std::string s) {
+    for (char& c : s) {
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+            c = '_';
+        }
+    }
+    return s;
+}
+
+// The fixtures a child captured (TEST_UNDECLARED_OUTPUTS_DIR/captured/<case>/), sorted.
+std::vector<std::string> capturedFixtures(fs::path const& outputs) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    fs::path const dir = outputs / "captured";
+    if (fs::is_directory(dir, ec)) {
+        for (auto const& e : fs::directory_iterator(dir, ec)) {
+            if (e.is_directory()) {
+                out.push_back(e.path().string());
+            }
+        }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+// The files of one gtest child under its GPU's run directory.
+struct ChildFiles {
+    fs::path outputs, tmp, log, gtestJson;
+};
+
+// Runs a gtest binary as one child on the run's GPU: CUDA_VISIBLE_DEVICES, RC_PARAMS = rc, the budget scale, its
+// own undeclared-outputs and temp directories (the temp one removed after), runfiles, its log and gtest JSON
+// under `tag`. Returns its result; `secs` gets its wall time.
+ChildResult runGtestChild(Layout const& l, GpuRun const& run, Options const& o, std::string const& tag,
+                          fs::path const& exe, std::vector<std::string> args, std::string const& rc, ChildFiles& f,
+                          double& secs) {
+    f = {run.dir / "outputs" / tag, run.dir / "tmp" / tag, run.dir / "logs" / (tag + ".log"),
+         run.dir / "logs" / (tag + ".json")};
+    fs::create_directories(f.outputs);
+    fs::create_directories(f.tmp);
+    ChildSpec spec;
+    spec.exe = exe.string();
+    spec.args = std::move(args);
+    spec.args.push_back("--gtest_output=json:" + f.gtestJson.string());
+    spec.args.push_back("--gtest_color=no");
+    spec.unset = kUnset;
+    spec.env = {{"CUDA_VISIBLE_DEVICES", run.gpu.visibleId},
+                {"RC_PARAMS", rc},
+                {"QSA_BUDGET_SCALE", std::to_string(budgetScale(o.scale))},
+                {"TEST_UNDECLARED_OUTPUTS_DIR", f.outputs.string()},
+                {"TEST_TMPDIR", f.tmp.string()},
+                {"TMPDIR", f.tmp.string()}};
+    runfilesEnv(l, exe, spec);
+    spec.logPath = f.log.string();
+    spec.timeoutSeconds = o.childTimeout;
+    auto const t0 = Clock::now();
+    ChildResult r = runChild(spec, [](std::string const&) {});
+    secs = secondsSince(t0);
+    std::error_code ec;
+    fs::remove_all(f.tmp, ec);
+    return r;
+}
+
+} // namespace
+
+json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, GpuRun& run, Options const& o,
+                 Progress& progress) {
+    std::string const rc = rcParams(p.cases, p.seed);
+    ChildFiles f;
+    double secs = 0;
+    ChildResult const r = runGtestChild(l, run, o, safeName(p.id), c.exe, {"--gtest_filter=" + p.id}, rc, f, secs);
+
+    json res = {{"id", p.id},
+                {"seed", p.seed},
+                {"level", p.info.level},
+                {"profile", p.info.profile},
+                {"rc_params", rc},
+                {"budget_scale", budgetScale(o.scale)},
+                {"cases_planned", p.cases ? json(*p.cases) : json()},
+                {"seconds", secs},
+                {"log", f.log.string()},
+                {"exit", r.describe()},
+                {"fixtures", capturedFixtures(f.outputs)},
+                {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")}};
+    GtestOutcome const g = parseGtestJson(readFile(f.gtestJson).value_or(""), p.id);
+    json failures = json::array();
+    for (std::string const& f : g.failures) {
+        failures.push_back(f.substr(0, 4000));
+    }
+    bool const pass = r.ok() && g.found && g.passed;
+    if (!pass && failures.empty()) {
+        std::string const tail = r.output.size() > 2000 ? r.output.substr(r.output.size() - 2000) : r.output;
+        failures.push_back(std::string(g.found ? "" : "property did not run; ") + "child " + r.describe() +
+                           "; output tail:\n" + tail);
+    }
+    res["failures"] = failures;
+    res["verdict"] = pass ? "PASS" : "FAIL";
+    // Cases run: the child's QSA_SEED line when it passed, RapidCheck's "Falsifiable after N tests" when it failed.
+    std::optional<int64_t> const seedCases = parseSeedLineCases(r.output, p.id);
+    json ran = seedCases ? json(*seedCases) : p.cases ? json(*p.cases) : json();
+    if (!pass) {
+        ran = json();
+        for (std::string const& f : g.failures) {
+            if (auto n = parseFalsifiableAfter(f)) {
+                ran = *n;
+            }
+        }
+    }
+    res["cases_run"] = ran;
+    {
+        std::lock_guard<std::mutex> g2(progress.m);
+        progress.s.casesDone += p.cases.value_or(0);
+        progress.s.jobsDone += 1;
+        progress.s.failures += pass ? 0 : 1;
+    }
+    char line[768];
+    std::snprintf(line, sizeof(line), "[gpu %d] %s %-52s %6s cases %7.1f s  level=%s profile=%s%s", run.gpu.index,
+                  pass ? "PASS" : "FAIL", p.id.c_str(),
+                  ran.is_number_integer() ? std::to_string(ran.get<int64_t>()).c_str() : "dflt", secs,
+                  p.info.level.c_str(), p.info.profile.c_str(),
+                  pass ? "" : ("  (" + r.describe() + ", log " + f.log.string() + ")").c_str());
+    progress.event(line);
+    return res;
+}
+
+json runSuite(Layout const& l, SuitePlan const& s, GpuRun& run, Options const& o, checks::Selection const& sel,
+              Progress& progress) {
+    ChildFiles f;
+    double secs = 0;
+    ChildResult const r = runGtestChild(l, run, o, safeName(s.rel), s.exe, s.args,
+                                        "seed=" + std::to_string(propertySeed(o.seed, s.rel)), f, secs);
+    json tests = json::array();
+    int failed = 0;
+    for (GtestTest const& t : parseGtestJsonAll(readFile(f.gtestJson).value_or(""))) {
+        checks::CheckInfo const info = checks::lookup(t.id);
+        std::string all;
+        for (std::string const& f : t.failures) {
+            all += f + "\n";
+        }
+        json fc = json::array();
+        for (FailedCheck const& c : parseFailedChecks(all)) {
+            fc.push_back({{"id", c.id}, {"level", c.level}, {"profile", c.profile}});
+        }
+        // Registered tests (stage tests, stage properties) are judged by the registry; the replay's tests by the
+        // checks they name (their binary prints QSA_NOT_JUDGED and skips what QSA_LEVELS / QSA_PROFILE drop).
+        bool const judged = info.registered() ? sel.judged(info) : t.status != "SKIPPED";
+        std::string const verdict = !judged ? "NOT_JUDGED" : t.status == "PASS" ? "PASS" : "FAIL";
+        failed += verdict == "FAIL";
+        json failures = json::array();
+        for (std::string const& f : t.failures) {
+            failures.push_back(f.substr(0, 4000));
+        }
+        tests.push_back({{"id", t.id},
+                         {"level", info.registered() ? info.level : "per check"},
+                         {"profile", info.registered() ? info.profile : "per check"},
+                         {"verdict", verdict},
+                         {"failed_checks", fc},
+                         {"failures", failures}});
+    }
+    json res = {{"name", s.name},
+                {"binary", s.rel},
+                {"seconds", secs},
+                {"log", f.log.string()},
+                {"exit", r.describe()},
+                {"tests", tests},
+                {"not_judged_lines", linesStartingWith(r.output, "QSA_NOT_JUDGED ")},
+                {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")},
+                {"fixtures", capturedFixtures(f.outputs)}};
+    if (tests.empty() || (!r.ok() && failed == 0)) {
+        std::string const tail = r.output.size() > 2000 ? r.output.substr(r.output.size() - 2000) : r.output;
+        res["error"] = "child " + r.describe() + (tests.empty() ? ", no test results" : "") + "; output tail:\n" + tail;
+    }
+    {
+        std::lock_guard<std::mutex> g(progress.m);
+        progress.s.jobsDone += 1;
+        progress.s.failures += failed > 0 || res.contains("error") ? 1 : 0;
+    }
+    char line[512];
+    std::snprintf(line, sizeof(line), "[gpu %d] %s %-52s %4zu tests %7.1f s%s", run.gpu.index,
+                  failed == 0 && !res.contains("error") ? "PASS" : "FAIL", (s.name + " " + s.rel).c_str(), tests.size(),
+                  secs,
+                  failed ? ("  (" + std::to_string(failed) + " failed, log " + f.log.string() + ")").c_str() : "");
+    progress.event(line);
+    return res;
+}
+
+json runExhaustive(Layout const& l, GpuRun& run, Options const& o, int threads, Progress& progress, size_t slot) {
+    fs::path const exe = locate(l, "tools/exhaustive_primitives");
+    fs::path const log = run.dir / "logs" / "exhaustive_primitives.log";
+    fs::path const out = run.dir / "exhaustive.json";
+    auto const t0 = Clock::now();
+    json res;
+    if (exe.empty()) {
+        res = {{"error", "tools/exhaustive_primitives not found (runfiles, bundle or --bin-dir)"}};
+    } else {
+        ChildSpec spec;
+        spec.exe = exe.string();
+        spec.args = {"--threads=" + std::to_string(threads), "--json=" + out.string()};
+        if (o.cpuDryRun) {
+            spec.args.push_back("--simulate");
+            spec.args.push_back("--stride-log2=16");
+        }
+        spec.unset = kUnset;
+        spec.env = {{"CUDA_VISIBLE_DEVICES", run.gpu.visibleId}};
+        spec.logPath = log.string();
+        spec.timeoutSeconds = o.childTimeout;
+        std::error_code ec;
+        fs::remove(out, ec);
+        ChildResult const r = runChild(spec, [&](std::string const& line) {
+            if (auto pr = parseProgressLine(line)) {
+                std::lock_guard<std::mutex> g(progress.m);
+                progress.exhaustiveDone[slot] = static_cast<double>(pr->first);
+            }
+        });
+        json const j = json::parse(readFile(out).value_or(""), nullptr, false);
+        if (j.is_object()) {
+            res = j;
+        }
+        if (!j.is_object() || (!r.ok() && r.exitCode != 1)) {
+            res["error"] = "exhaustive_primitives " + r.describe() + (j.is_object() ? "" : ", no result file") + "; " +
+                           res.value("error", "");
+        }
+        if (j.is_object() && j.contains("device") && j["device"].contains("uuid") && !o.cpuDryRun &&
+            j["device"]["uuid"] != run.gpu.uuid) {
+            res["error"] = "exhaustive child ran on " + j["device"]["uuid"].get<std::string>() + ", expected " +
+                           run.gpu.uuid + " (CUDA_VISIBLE_DEVICES mapping)";
+        }
+    }
+    res["seconds"] = secondsSince(t0);
+    res["log"] = log.string();
+    res.erase("device"); // the GPU is described once, above
+    bool bad = !res.value("error", "").empty();
+    json const checks = res.value("checks", json::object()); // items() must not outlive it
+    for (auto const& [name, c] : checks.items()) {
+        bad = bad || c.value("mismatches", 0) != 0;
+    }
+    {
+        std::lock_guard<std::mutex> g(progress.m);
+        progress.s.jobsDone += 1;
+        progress.s.failures += bad ? 1 : 0;
+    }
+    char line[512];
+    std::snprintf(line, sizeof(line), "[gpu %d] %s exhaustive scalar checks %7.1f s%s", run.gpu.index,
+                  bad ? "FAIL" : "PASS", res["seconds"].get<double>(),
+                  bad ? ("  (log " + log.string() + ")").c_str() : "");
+    progress.event(line);
+    return res;
+}
+
+} // namespace certify
+} // namespace qsa

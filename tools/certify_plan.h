@@ -1,0 +1,110 @@
+// certify's plan (//tools:certify, certify_main.cc): where the binaries are (--bin-dir, runfiles, the GPU bundle),
+// which GPUs are certified (the SASS refusal: the certified code is the compiled SASS, not a JIT of the PTX), and
+// what runs on each: every property of every selected contract, one child each, with its fixed seed and budget
+// override, and the whole binaries (fixture replay, stage properties, kernel stage tests). The contract list
+// itself is certify_core.h's contracts(), generated from properties/contracts.bzl.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checks/levels.h"
+#include "tools/certify_child.h"
+#include "tools/certify_core.h"
+
+namespace qsa {
+namespace certify {
+
+// ---- the environment and the file system --------------------------------------------------------------
+
+// The value of environment variable `name`, `fallback` when unset or empty.
+std::string envOr(char const* name, std::string const& fallback);
+// A whole file, nullopt when it cannot be opened.
+std::optional<std::string> readFile(std::filesystem::path const& p);
+
+// ---- where things are --------------------------------------------------------------------------------
+
+struct Layout {
+    std::filesystem::path exe;          // this binary
+    std::filesystem::path runfilesRoot; // <...>.runfiles (holds qsa_indexer/)
+    std::filesystem::path bundleRoot;   // GPU bundle root (MANIFEST + COMMIT), empty when not in a bundle
+    std::string binDir;                 // --bin-dir
+};
+Layout findLayout(char const* argv0, std::string const& binDir);
+
+// A binary by its workspace-relative path (e.g. "properties/layout_test_gpu"); empty when nowhere.
+std::filesystem::path locate(Layout const& l, std::string const& rel);
+
+// Environment variables of a `bazel test` / bundle run that must not leak into a child.
+extern std::vector<std::string> const kUnset;
+
+// TEST_SRCDIR / cwd of a child binary: its own runfiles next to it, else certify's.
+void runfilesEnv(Layout const& l, std::filesystem::path const& exe, ChildSpec& spec);
+
+// ---- the plan -----------------------------------------------------------------------------------------
+
+struct PropertyPlan {
+    int contract;
+    std::string id;
+    std::optional<int64_t> cases; // an explicit --cases override; else the default times budgetScale()
+    uint64_t seed;
+    checks::CheckInfo info; // level and profile (checks/registry.tsv)
+    bool judged = true;     // selected by QSA_LEVELS / QSA_PROFILE; a property not judged is not run
+};
+
+// A whole test binary run as one child: the fixture replay, a stage property binary, a kernel stage test.
+struct SuitePlan {
+    std::string name; // "fixture replay", "stage properties", "kernel stage tests"
+    std::string rel;  // workspace-relative binary
+    std::filesystem::path exe;
+    std::vector<std::string> args;
+};
+
+struct ContractPlan {
+    ContractSpec spec;
+    std::string rel; // workspace-relative binary path
+    std::filesystem::path exe;
+    std::vector<PropertyPlan> properties;
+};
+
+// The GPUs to certify (--gpus; fakes in a CPU dry run) and the SASS check (contract: the certified code is the
+// compiled SASS, not a JIT of the PTX). 0, or certify's exit code.
+int selectGpus(Options const& o, std::string const& sass, std::vector<GpuInfo>& gpus);
+
+// The plan: every property of every selected contract (listed by its binary on the first GPU), with its budget
+// and seed. 0, or certify's exit code.
+int planProperties(Options const& o, Layout const& layout, std::string const& visibleId, checks::Selection const& sel,
+                   std::vector<ContractPlan>& plan);
+
+// Whole binaries: the fixture replay through //api:impl; this project's stage properties and kernel stage tests
+// when //api:impl is //kernels:qsa_kernels (they test its launchers, not the public API). Returns the line that
+// names the stage tests run, or why none.
+std::string planSuites(Options const& o, Layout const& layout, bool ownKernels, std::string const& implLabel,
+                       std::vector<SuitePlan>& suites);
+
+// Everything certify decides before the first child runs; certify_main.cc fills it in this order.
+struct Plan {
+    checks::Selection sel;               // what is judged: QSA_LEVELS / QSA_PROFILE (contract section 8)
+    std::string implLabel;               // //api:impl of this build (api/impl_label.h)
+    bool ownKernels = false;             // //api:impl is //kernels:qsa_kernels: the stage tests run too
+    Layout layout;                       // findLayout()
+    std::filesystem::path outDir;        // --out, absolute
+    std::string sass;                    // compiledSassArchs(), e.g. "80,90"
+    std::vector<GpuInfo> gpus;           // selectGpus()
+    std::vector<ContractPlan> contracts; // planProperties()
+    std::vector<SuitePlan> suites;       // planSuites()
+    std::string stageLine;               // planSuites()
+    int jobsPerGpu = 1;                  // --jobs-per-gpu, else from the core count
+    int exThreads = 1;                   // --exhaustive-threads, else cores / GPUs
+    bool exhaustiveJudged = false;       // the registry's Exhaustive.* row is selected
+};
+
+// --list: the plan on stdout (implementation, selection, every property with its RC_PARAMS, the suites, the
+// exhaustive binary, the GPUs and jobs).
+void printPlan(Options const& o, Plan const& plan);
+
+} // namespace certify
+} // namespace qsa

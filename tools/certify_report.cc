@@ -1,0 +1,199 @@
+// certify's certificate (certify_report.h): the JSON of one GPU and of the whole run, the versions and the commit
+// it records, and the two files.
+#include "tools/certify_report.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <regex>
+
+#include "tools/certify_cuda.h"
+
+namespace qsa {
+namespace certify {
+
+using nlohmann::json;
+
+std::string utcNow() {
+    std::time_t const t = std::time(nullptr);
+    char buf[32];
+    std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+    return buf;
+}
+
+namespace {
+
+// The stdout of a shell command, nullopt when it cannot run or exits non-zero.
+std::optional<std::string> runCapture(std::string const& cmd) {
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr) {
+        return std::nullopt;
+    }
+    std::string out;
+    char buf[256];
+    while (fgets(buf, sizeof(buf), p) != nullptr) {
+        out += buf;
+    }
+    return pclose(p) == 0 ? std::optional<std::string>(out) : std::nullopt;
+}
+
+std::string driverRelease() {
+    std::optional<std::string> const v = readFile("/proc/driver/nvidia/version");
+    std::smatch m;
+    static std::regex const re("Kernel Module\\s+([0-9][0-9.]*)");
+    if (v && std::regex_search(*v, m, re)) {
+        return m[1].str();
+    }
+    return "unknown";
+}
+
+// "core,hardened": the levels QSA_LEVELS selected, as checks::parseSelection reads them back.
+std::string selectedLevels(checks::Selection const& sel) {
+    std::string l;
+    for (std::string const& v : sel.levels) {
+        l += (l.empty() ? "" : ",") + v;
+    }
+    return l;
+}
+
+// One GPU's part of the certificate: the device, its SASS decision, every property, suite and exhaustive result.
+json gpuCertificate(GpuRun& run, Options const& o, Plan const& plan) {
+    GpuInfo const& g = run.gpu;
+    SassDecision const d = sassFor(plan.sass, g.major, g.minor);
+    json gj = {{"index", g.index},
+               {"cuda_visible_devices", g.visibleId},
+               {"name", g.name},
+               {"uuid", g.uuid},
+               {"pci_bus_id", g.pciBusId},
+               {"sm", std::to_string(g.major) + std::to_string(g.minor)},
+               {"compute_capability", std::to_string(g.major) + "." + std::to_string(g.minor)},
+               {"sm_count", g.smCount},
+               {"memory_bytes", g.totalMemBytes},
+               {"sass",
+                {{"carried", d.carried},
+                 {"exact", d.exact},
+                 {"cubin_arch", d.cubinArch},
+                 {"message", d.message},
+                 {"ptx_jit_allowed", o.allowPtxJit}}}};
+    if (o.properties) {
+        json cs = json::array();
+        for (ContractPlan const& c : plan.contracts) {
+            json props = json::array();
+            double secs = 0;
+            for (PropertyPlan const& p : c.properties) {
+                json const& r = run.properties[p.id];
+                secs += r.value("seconds", 0.0);
+                props.push_back(r);
+            }
+            cs.push_back({{"number", c.spec.number},
+                          {"name", c.spec.name},
+                          {"binary", c.rel},
+                          {"properties", props},
+                          {"seconds", secs}});
+        }
+        gj["contracts"] = cs;
+    }
+    if (o.exhaustive && plan.exhaustiveJudged) {
+        gj["exhaustive"] = run.exhaustive;
+    } else if (o.exhaustive) {
+        gj["exhaustive"] = {{"verdict", "NOT_JUDGED"}};
+    }
+    json coverage = json::array();
+    for (auto const& [id, r] : run.properties) {
+        for (auto const& l : r.value("coverage", json::array())) {
+            coverage.push_back(l);
+        }
+    }
+    json sj = json::array();
+    for (SuitePlan const& s : plan.suites) {
+        json const& r = run.suites[s.rel];
+        for (auto const& l : r.value("coverage", json::array())) {
+            coverage.push_back(l);
+        }
+        sj.push_back(r);
+    }
+    gj["suites"] = sj;
+    gj["coverage"] = coverage;
+    gj["stage_tests_line"] = plan.stageLine;
+    return gj;
+}
+
+// The whole certificate, its verdicts computed (the sanitizer part not yet in).
+json certificateOf(Options const& o, Plan const& plan, std::vector<GpuRun>& runs, std::string const& started,
+                   Clock::time_point start) {
+    json cert;
+    cert["format"] = "qsa-certificate/1";
+    cert["dry_run"] = o.cpuDryRun;
+    CommitSource const commit = chooseCommit(
+        std::getenv("QSA_GIT_COMMIT") ? std::optional<std::string>(std::getenv("QSA_GIT_COMMIT")) : std::nullopt,
+        plan.layout.bundleRoot.empty() ? std::nullopt : readFile(plan.layout.bundleRoot / "COMMIT"),
+        std::getenv("BUILD_WORKSPACE_DIRECTORY")
+            ? runCapture("git -C '" + std::string(std::getenv("BUILD_WORKSPACE_DIRECTORY")) +
+                         "' rev-parse HEAD 2>/dev/null")
+            : std::nullopt);
+    cert["git"] = {{"commit", commit.commit}, {"source", commit.source}};
+    // A mutation-testing run (issue 8: --//kernels:enable_mutants=true and QSA_MUTANT=n) certifies a mutant, not
+    // the production kernels: say so.
+    std::string const mutant = envOr("QSA_MUTANT", "0");
+    if (mutant != "0") {
+        cert["qsa_mutant"] = mutant;
+    }
+    cert["build"] = {{"sass_archs", splitArchList(plan.sass)},
+                     {"ptx_archs", splitArchList(compiledPtxArchs())},
+                     {"cuda_toolkit_compiled", compiledCudartVersion()}};
+    cert["cuda"] = {{"runtime_version", o.cpuDryRun ? 0 : runtimeVersion()},
+                    {"driver_api_version", o.cpuDryRun ? 0 : driverApiVersion()},
+                    {"driver_release", driverRelease()}};
+    json contractsSel = json::array();
+    for (ContractPlan const& c : plan.contracts) {
+        contractsSel.push_back(c.spec.number);
+    }
+    cert["budget"] = {{"scale", o.scale},
+                      {"base_seed", o.seed},
+                      {"properties", o.properties},
+                      {"exhaustive", o.exhaustive},
+                      {"contracts", contractsSel},
+                      {"jobs_per_gpu", plan.jobsPerGpu},
+                      {"time_limit_minutes", o.timeLimitMinutes},
+                      {"budget_scale", budgetScale(o.scale)},
+                      {"levels", selectedLevels(plan.sel)},
+                      {"profile", plan.sel.profile},
+                      {"impl", plan.implLabel}};
+    cert["gpus"] = json::array();
+    for (GpuRun& run : runs) {
+        cert["gpus"].push_back(gpuCertificate(run, o, plan));
+    }
+    cert["times"] = {{"started_utc", started}, {"total_seconds", secondsSince(start)}};
+    computeVerdicts(cert);
+    return cert;
+}
+
+} // namespace
+
+int writeCertificate(Options const& o, sanitize::Options const& sanitizeOpts, Plan const& plan,
+                     std::vector<GpuRun>& runs, std::string const& started, Clock::time_point start) {
+    json cert = certificateOf(o, plan, runs, started, start);
+    // compute-sanitizer part (tools/certify_sanitize.h): after the properties, so the GPU is free for it.
+    cert["sanitizers"] = o.cpuDryRun ? sanitize::notRun("CPU dry run")
+                                     : sanitize::run(sanitizeOpts, plan.layout.bundleRoot.string(),
+                                                     (plan.outDir / "sanitizer_logs").string());
+    sanitize::applyVerdict(cert);
+    {
+        std::ofstream(plan.outDir / "certificate.json") << renderJson(cert);
+        std::ofstream(plan.outDir / "certificate.md") << renderMarkdown(cert) << sanitize::markdown(cert);
+    }
+    std::string const verdict = cert["verdict"];
+    std::string const vline = cert["verdict_line"];
+    std::printf("certify: %s\n", plan.stageLine.c_str());
+    std::printf("certify: verdict %s%s; %s (judged %s, impl %s)\n  %s\n  %s\n", verdict.c_str(),
+                o.cpuDryRun ? " (CPU DRY RUN, not a certificate)" : "", vline.c_str(), plan.sel.describe().c_str(),
+                plan.implLabel.c_str(), (plan.outDir / "certificate.json").c_str(),
+                (plan.outDir / "certificate.md").c_str());
+    return verdict == "PASS" ? 0 : 1;
+}
+
+} // namespace certify
+} // namespace qsa
