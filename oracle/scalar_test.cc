@@ -6,9 +6,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <random>
 
 #include "oracle/scalar.h"
+#include "testing/rng.h"
 
 namespace qsa {
 namespace oracle {
@@ -29,46 +29,55 @@ float contractLogit(float const q[kHeads * kDim], float const kbar[kDim]) {
     return s * floatOf(0x3DB504F3u);
 }
 
-float draw(std::mt19937_64& rng, int mode) {
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+// One input of the given mode, drawn with the portable generator (testing/rng.h), so that the cases are the same
+// with any standard library.
+float draw(testlib::Rng& rng, int mode) {
     switch (mode) {
     case 0:
-        return u(rng);
+        return rng.uniform(-1.0f, 1.0f);
     case 1: // wide exponent range, subnormals included
-        return std::ldexp(u(rng), int(rng() % 280) - 150);
-    case 2: { // specials now and then
-        uint64_t const r = rng() % 16;
-        if (r == 0)
-            return std::numeric_limits<float>::infinity();
-        if (r == 1)
-            return -std::numeric_limits<float>::infinity();
-        if (r == 2)
-            return std::numeric_limits<float>::quiet_NaN();
-        if (r == 3)
-            return -0.0f;
-        return u(rng) * 1e30f;
+        return std::ldexp(rng.uniform(-1.0f, 1.0f), static_cast<int>(rng.below(280)) - 150);
+    case 2: { // specials now and then (one draw in four)
+        static float const kSpecials[] = {std::numeric_limits<float>::infinity(),
+                                          -std::numeric_limits<float>::infinity(),
+                                          std::numeric_limits<float>::quiet_NaN(), -0.0f};
+        if (rng.below(4) == 0)
+            return rng.choice(kSpecials);
+        return rng.uniform(-1.0f, 1.0f) * 1e30f;
     }
     default: // all positive: large sums, ties of rounding
-        return std::fabs(u(rng)) * 8.0f;
+        return std::fabs(rng.uniform(-1.0f, 1.0f)) * 8.0f;
     }
 }
 
 TEST(OracleScalar, LogitLane0ConeEqualsFullButterfly) {
-    std::mt19937_64 rng(20261201);
+    uint64_t const kSeed = 20261201;
+    testlib::Rng rng(kSeed);
     float q[kHeads * kDim], k[kDim];
-    int64_t cases = 0, nonzero = 0;
+    int64_t cases = 0, nonzero = 0, subnormalInputs = 0, nanInputs = 0, infLogits = 0;
     for (int n = 0; n < 20000; ++n) {
         int const mode = n % 4;
         for (float& x : q)
             x = draw(rng, mode);
         for (float& x : k)
             x = draw(rng, mode);
+        for (float const x : k) {
+            subnormalInputs += std::fpclassify(x) == FP_SUBNORMAL ? 1 : 0;
+            nanInputs += std::isnan(x) ? 1 : 0;
+        }
         float const got = logit(q, k), want = contractLogit(q, k);
-        ASSERT_EQ(bitsOf(got), bitsOf(want)) << "case " << n << " mode " << mode << ": " << got << " vs " << want;
+        ASSERT_EQ(bitsOf(got), bitsOf(want))
+            << "seed " << kSeed << " case " << n << " mode " << mode << ": " << got << " vs " << want;
         ++cases;
         nonzero += got != 0.0f ? 1 : 0;
+        infLogits += std::isinf(want) ? 1 : 0;
     }
-    EXPECT_GT(nonzero, cases / 4); // not vacuous: most logits are not the relu floor
+    // Not vacuous: most logits are not the relu floor (NaN sums land there too), mode 1 draws subnormals, mode 2's
+    // specials are drawn (NaN comes from them alone), and some logits are infinite (28 of 20000 with this seed).
+    EXPECT_GT(nonzero, cases / 4);
+    EXPECT_GT(subnormalInputs, 0);
+    EXPECT_GT(nanInputs, 0);
+    EXPECT_GT(infLogits, 0);
 }
 
 } // namespace
