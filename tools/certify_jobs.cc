@@ -212,7 +212,9 @@ json runExhaustive(Layout const& l, GpuRun& run, Options const& o, int threads, 
     fs::path const log = run.dir / "logs" / "exhaustive_primitives.log";
     fs::path const out = run.dir / "exhaustive.json";
     auto const t0 = Clock::now();
-    json res;
+    // An object from the start: a child that left no result file gets its error from res.value("error", ""),
+    // which throws on a null json (and, in a worker thread, aborted certify without a certificate).
+    json res = json::object();
     if (exe.empty()) {
         res = {{"error", "tools/exhaustive_primitives not found (runfiles, bundle or --bin-dir)"}};
     } else {
