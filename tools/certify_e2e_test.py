@@ -1,0 +1,513 @@
+"""//tools:certify end to end without a GPU: the built binary in --cpu-dry-run mode against fake children.
+
+The fakes are bash scripts this test writes under --bin-dir (properties/<test>, fixtures/replay_test,
+tools/exhaustive_primitives), each doing one thing per property, fixture test or fake GPU: pass, fail like
+RapidCheck ("Falsifiable after N tests", QSA_CHECK_FAILED), crash by signal 11, hang past --child-timeout,
+exit non-zero after a passing gtest JSON, leave no JSON, mismatch in the exhaustive checks. Asserted are the
+verdicts only (certificate.json read by the strict reader of //python:qsa_fixture, certify's exit code:
+0 PASS, 1 FAIL, 2 setup error, 3 refused; certify_main.cc), never the text or a time; the expected level of
+each check comes from checks/registry.tsv (qsa_fixture.levels), its verdict group from contract section 8
+(profile ieee: "ieee differential", else the level). No assertion depends on timing: the one child meant to
+time out never ends, and the --time-limit case has a first job that outlasts the limit.
+
+Run by hand: python3 tools/certify_e2e_test.py bazel-bin/tools/certify
+"""
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))  # run by hand
+from qsa_fixture import levels, strict_json  # noqa: E402
+
+# properties/contracts.bzl: the CPU property binaries of the contracts used here (--contracts=1 runs both).
+CONTRACT_BINARIES = {1: ["differential_test", "decode_stages_test"], 2: ["layout_test"], 3: ["padding_test"]}
+# What each fake binary lists (real registry names: certify takes their levels from the registry).
+LISTED = {
+    "differential_test": ["Differential.PrefillMatchesReference", "Differential.PrefillHostilePoolMatchesReference"],
+    "decode_stages_test": ["DecodeStages.B1QPrepMatchesReference"],
+    "layout_test": ["Layout.PrefillRowsObeyK4", "Layout.DecodeRowsObeyK4"],
+    "padding_test": ["Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "Padding.InvalidDecodeRowsAreInert",
+                     "Padding.ContextLengthsOutsideRangeActClamped"],
+}
+EXHAUSTIVE_CHECKS = ["bf16_to_float", "float_to_bf16", "float_to_half", "half_to_float", "rsqrt_rn"]
+GROUPS = ["core", "hardened", "ieee differential"]
+
+
+def group_of(check_id):
+    """Contract section 8: every ieee-profile check is in "ieee differential", the others in their level."""
+    info = levels.lookup(check_id)
+    assert info.registered, f"the test's own fake lists {check_id}, which checks/registry.tsv lacks"
+    return "ieee differential" if info.profile == "ieee" else info.level
+
+
+# ---- the fakes ------------------------------------------------------------------------------------------
+
+def gtest_json(tests):
+    """A gtest --gtest_output=json document; tests: (suite, name, status, result, [failure messages])."""
+    suites = {}
+    for suite, name, status, result, failures in tests:
+        t = {"name": name, "status": status, "result": result}
+        if failures:
+            t["failures"] = [{"failure": f} for f in failures]
+        suites.setdefault(suite, []).append(t)
+    return strict_json.dump({"testsuites": [{"name": s, "testsuite": ts} for s, ts in suites.items()]})
+
+
+def rapidcheck_failure(check_id, n):
+    info = levels.lookup(check_id)
+    return (f"prop.cc:1\nFalsifiable after {n} tests\n"
+            f"QSA_CHECK_FAILED {check_id} level={info.level} profile={info.profile} contract={info.contract}\n"
+            "shrunk: {1, 2}")
+
+
+def property_behaviour(check_id, what):
+    """The bash lines of one property of a fake binary; $json is its --gtest_output file."""
+    suite, name = check_id.split(".", 1)
+    passed = gtest_json([(suite, name, "RUN", "COMPLETED", [])])
+    write_pass = f"printf '%s' {quoted(passed)} >\"$json\""
+    if what == "pass":
+        return [f"echo 'QSA_SEED {check_id} base=1 shard=0/1 seed=2 cases=17 of 17'", write_pass, "exit 0"]
+    if what == "fail":  # a RapidCheck counterexample after 3 cases, the way prop.cc reports it
+        failed = gtest_json([(suite, name, "RUN", "COMPLETED", [rapidcheck_failure(check_id, 3)])])
+        return [f"printf '%s' {quoted(failed)} >\"$json\"", "exit 1"]
+    if what == "fail_exit0":  # the JSON says failed, the exit code says 0
+        failed = gtest_json([(suite, name, "RUN", "COMPLETED", [rapidcheck_failure(check_id, 5)])])
+        return [f"printf '%s' {quoted(failed)} >\"$json\"", "exit 0"]
+    if what == "crash":  # the JSON already says passed, then signal 11
+        return [write_pass, "kill -SEGV $$"]
+    if what == "hang":  # the JSON already says passed, then never ends (exec: certify kills this very pid)
+        return [write_pass, "exec sleep 600"]
+    if what == "bad_exit":  # the JSON says passed, the exit code is 3
+        return [write_pass, "exit 3"]
+    if what == "no_json":  # exit 0 and no gtest JSON at all (e.g. the filter matched nothing)
+        return ["exit 0"]
+    raise ValueError(what)
+
+
+def script(lines):
+    return "#!/bin/bash\n" + "\n".join(lines) + "\n"
+
+
+def quoted(text):
+    """text in bash single quotes (the JSON documents the fakes write have no quote of their own)."""
+    assert "'" not in text, text
+    return "'" + text + "'"
+
+
+def install(bindir, rel, text):
+    p = os.path.join(bindir, rel)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, "w") as f:
+        f.write(text)
+    os.chmod(p, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP)
+
+
+def fake_property_binary(bindir, test, behaviours, listed=None):
+    """properties/<test>: lists `listed` (default LISTED[test]); behaviours: id -> what, or id -> {gpu: what}
+    (gpu: certify's CUDA_VISIBLE_DEVICES for the child, "*" for any). Every run appends "id@gpu" to
+    $FAKE_RAN."""
+    listed = LISTED[test] if listed is None else listed
+    listing = {}
+    for i in listed:
+        suite, name = i.split(".", 1)
+        listing.setdefault(suite, []).append(name)
+    lines = ['json=; filter=', 'for a in "$@"; do', '  case "$a" in', "  --gtest_list_tests)"]
+    for suite, names in listing.items():
+        lines.append(f"    echo '{suite}.'")
+        lines += [f"    echo '  {n}'" for n in names]
+    lines += ["    exit 0 ;;", '  --gtest_filter=*) filter=${a#--gtest_filter=} ;;',
+              '  --gtest_output=json:*) json=${a#--gtest_output=json:} ;;', "  esac", "done",
+              'echo "$filter@$CUDA_VISIBLE_DEVICES" >>"$FAKE_RAN"', 'case "$filter@$CUDA_VISIBLE_DEVICES" in']
+    for check_id, what in behaviours.items():
+        for gpu, w in (what.items() if isinstance(what, dict) else [("*", what)]):
+            lines.append(f"{check_id}@{gpu})")
+            lines += ["    " + line for line in property_behaviour(check_id, w)]
+            lines.append("    ;;")
+    lines += ["esac", 'echo "fake: no behaviour for $filter on GPU $CUDA_VISIBLE_DEVICES"', "exit 64"]
+    install(bindir, os.path.join("properties", test), script(lines))
+
+
+def fake_replay(bindir, tests, exit_code):
+    """fixtures/replay_test: writes `tests` (gtest_json's tuples) as its gtest JSON, exits exit_code."""
+    lines = ['json=', 'for a in "$@"; do', '  case "$a" in --gtest_output=json:*) json=${a#--gtest_output=json:} ;; esac',
+             "done", 'echo "replay@$CUDA_VISIBLE_DEVICES" >>"$FAKE_RAN"',
+             f"printf '%s' {quoted(gtest_json(tests))} >\"$json\"", f"exit {exit_code}"]
+    install(bindir, os.path.join("fixtures", "replay_test"), script(lines))
+
+
+def exhaustive_result(what):
+    """exhaustive_primitives' --json document: every check exact, or one way of not being so."""
+    checks = {c: {"device_function": "fake", "inputs": 65536, "expected_inputs": 65536, "mismatches": 0,
+                  "examples": []} for c in EXHAUSTIVE_CHECKS}
+    if what == "mismatch":
+        checks["rsqrt_rn"].update(mismatches=2, examples=[{"input": "0x1", "got": "0x2", "want": "0x3"}])
+    elif what == "missing_check":
+        del checks["float_to_bf16"]
+    elif what == "short_inputs":
+        checks["half_to_float"]["inputs"] = 65535
+    elif what != "pass":
+        raise ValueError(what)
+    return strict_json.dump({"checks": checks, "device": {"uuid": "FAKE"}})
+
+
+def fake_exhaustive(bindir, per_gpu, sleep_s=0):
+    """tools/exhaustive_primitives: per_gpu: gpu -> pass | mismatch | missing_check | short_inputs | no_json
+    ("*" for any); exit 1 on a mismatch as the real one does; first sleeps sleep_s seconds when given."""
+    lines = ['out=', 'for a in "$@"; do case "$a" in --json=*) out=${a#--json=} ;; esac; done',
+             'echo "exhaustive@$CUDA_VISIBLE_DEVICES" >>"$FAKE_RAN"']
+    if sleep_s:
+        lines.append(f"sleep {sleep_s}")
+    lines += ["echo 'progress 65536 65536'", 'case "$CUDA_VISIBLE_DEVICES" in']
+    for gpu, what in per_gpu.items():
+        body = ["exit 0"] if what == "no_json" else [
+            f"printf '%s' {quoted(exhaustive_result(what))} >\"$out\"", f"exit {1 if what == 'mismatch' else 0}"]
+        lines += [f"{gpu})"] + ["    " + b for b in body] + ["    ;;"]
+    lines += ["esac", "exit 64"]
+    install(bindir, os.path.join("tools", "exhaustive_primitives"), script(lines))
+
+
+def all_pass(bindir, contracts):
+    for c in contracts:
+        for test in CONTRACT_BINARIES[c]:
+            fake_property_binary(bindir, test, {i: "pass" for i in LISTED[test]})
+    fake_replay(bindir, [("Replay", "prefill_a", "RUN", "COMPLETED", []),
+                         ("Replay", "decode_b", "RUN", "COMPLETED", [])], 0)
+    fake_exhaustive(bindir, {"*": "pass"})
+
+
+# ---- running certify ------------------------------------------------------------------------------------
+
+class Run:
+    def __init__(self, rc, output, cert, ran, out):
+        self.rc, self.output, self.cert, self.ran, self.out = rc, output, cert, ran, out
+
+    def __repr__(self):  # in a failed assertion's message; the whole output is under "Captured stdout"
+        return f"<certify exit {self.rc}, verdict {self.cert['verdict'] if self.cert else 'none (no certificate)'}>"
+
+    def gpu(self, i=0):
+        return self.cert["gpus"][i]
+
+    def properties(self, gpu=0):
+        return {p["id"]: p for c in self.gpu(gpu)["contracts"] for p in c["properties"]}
+
+    def suite(self, rel, gpu=0):
+        return next(s for s in self.gpu(gpu)["suites"] if s["binary"] == rel)
+
+    def level(self, group):
+        return self.cert["levels"][group]
+
+
+@pytest.fixture(scope="session")
+def certify_exe(tmp_path_factory):
+    """A copy of the built certify alone in a directory: no runfiles, no bundle beside it, so every child it
+    starts is a fake of --bin-dir (a binary missing there is missing, not found elsewhere)."""
+    src = os.environ["CERTIFY_E2E_BINARY"]
+    dst = tmp_path_factory.mktemp("certify") / "certify"
+    shutil.copy(src, dst)
+    return str(dst)
+
+
+@pytest.fixture
+def work(tmp_path, certify_exe):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+
+    def run(*args, env=None, expect_certificate=True):
+        ran = tmp_path / "ran.log"
+        out = tmp_path / "cert"
+        e = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "FAKE_RAN": str(ran)}
+        e.update(env or {})
+        cmd = [certify_exe, "--cpu-dry-run", f"--bin-dir={bindir}", f"--out={out}", "--progress=none", *args]
+        p = subprocess.run(cmd, env=e, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=300, check=False)
+        output = p.stdout.decode("utf-8", "replace")
+        print(f"$ {' '.join(cmd)}  (exit {p.returncode})\n{output}")  # pytest shows it beside a failure
+        path = out / "certificate.json"
+        cert = None
+        if path.exists():
+            with open(path, "rb") as f:
+                cert = strict_json.loads(f.read(), str(path))
+        r = Run(p.returncode, output, cert, sorted(ran.read_text().split()) if ran.exists() else [], out)
+        assert (cert is not None) == expect_certificate, r
+        return r
+
+    run.bindir = str(bindir)
+    return run
+
+
+def failing(r, group, gpu=None):
+    """The checks a level lists as failing, by id (each entry's first word: "<check> (GPU n)", "<check> in
+    <fixture test> (GPU n)"), sorted; only those of GPU `gpu` when given."""
+    return sorted(f.split()[0] for f in r.level(group)["failing"] if gpu is None or f"(GPU {gpu})" in f)
+
+
+def assert_never_pass(r, check_id, gpu=0):
+    """The property ran (or was due to) and FAILED: never PASS, never NOT_JUDGED; counted in its group."""
+    p = r.properties(gpu)[check_id]
+    assert p["verdict"] == "FAIL", (check_id, p, r)
+    g = group_of(check_id)
+    assert check_id in failing(r, g, r.gpu(gpu)["index"]), (check_id, g, r.cert["levels"], r)
+    assert r.level(g)["verdict"] == "FAIL", (g, r.cert["levels"], r)
+
+
+def assert_failed_overall(r):
+    assert r.rc == 1, r
+    assert r.cert["verdict"] == "FAIL", r
+    assert "certify: verdict FAIL" in r.output, r
+
+
+# ---- (a) everything passes ------------------------------------------------------------------------------
+
+def test_all_pass_gives_a_passing_certificate(work):
+    all_pass(work.bindir, [1, 2, 3])
+    r = work("--contracts=1,2,3", "--fake-gpus=2", "--jobs-per-gpu=2")
+    assert r.rc == 0, r
+    assert r.cert["verdict"] == "PASS", r
+    assert "certify: verdict PASS" in r.output, r
+    assert r.cert["dry_run"] is True
+    for g in GROUPS:
+        assert r.level(g)["verdict"] == "PASS", (g, r.cert["levels"], r)
+        assert r.level(g)["failing"] == [] and r.level(g)["not_judged"] == [], (g, r.cert["levels"])
+        assert r.level(g)["judged_checks"] > 0, (g, r.cert["levels"])
+    expected = sorted(i for c in [1, 2, 3] for t in CONTRACT_BINARIES[c] for i in LISTED[t])
+    for gi in (0, 1):
+        gpu = r.gpu(gi)
+        assert gpu["verdict"] == "PASS", gpu
+        assert sorted(r.properties(gi)) == expected, r.properties(gi)
+        for check_id, p in r.properties(gi).items():
+            assert p["verdict"] == "PASS", p
+            assert p["level"] == levels.lookup(check_id).level and p["profile"] == levels.lookup(check_id).profile, p
+            assert p["cases_run"] == 17, p  # the fake's QSA_SEED line
+        assert all(c["verdict"] == "PASS" for c in gpu["contracts"]), gpu["contracts"]
+        assert r.suite("fixtures/replay_test", gi)["verdict"] == "PASS", gpu["suites"]
+        assert gpu["exhaustive"]["verdict"] == "PASS", gpu["exhaustive"]
+    # Each job ran exactly once on each GPU (CUDA_VISIBLE_DEVICES 0 and 1).
+    assert r.ran == sorted([f"{i}@{g}" for i in expected for g in "01"] + ["replay@0", "replay@1"] +
+                           ["exhaustive@0", "exhaustive@1"]), r.ran
+
+
+def test_not_selected_is_not_judged_never_pass(work):
+    """QSA_LEVELS=core QSA_PROFILE=none: hardened and ieee checks are not run (their fakes would fail) and
+    read NOT_JUDGED / NOT JUDGED; the core level passes."""
+    all_pass(work.bindir, [1, 2, 3])
+    for test in ["differential_test", "decode_stages_test", "padding_test"]:
+        fake_property_binary(work.bindir, test, {i: ("pass" if group_of(i) == "core" else "fail")
+                                                 for i in LISTED[test]})
+    fake_exhaustive(work.bindir, {"*": "mismatch"})
+    r = work("--contracts=1,2,3", env={"QSA_LEVELS": "core", "QSA_PROFILE": "none"})
+    assert r.rc == 0, r
+    assert r.level("core")["verdict"] == "PASS", r.cert["levels"]
+    for g in ["hardened", "ieee differential"]:
+        assert r.level(g)["verdict"] == "NOT JUDGED", (g, r.cert["levels"])
+    for check_id, p in r.properties().items():
+        if group_of(check_id) == "core":
+            assert p["verdict"] == "PASS", p
+        else:
+            assert p["verdict"] == "NOT_JUDGED", p
+            assert not any(x.startswith(check_id + "@") for x in r.ran), (check_id, r.ran)
+            assert f"QSA_NOT_JUDGED {check_id} " in r.output, r
+    assert r.gpu()["exhaustive"]["verdict"] == "NOT_JUDGED", r.gpu()["exhaustive"]
+    assert "exhaustive@0" not in r.ran, r.ran
+    contracts = {c["number"]: c["verdict"] for c in r.gpu()["contracts"] if c["binary"] == "properties/differential_test"}
+    assert contracts == {1: "NOT_JUDGED"}, r.gpu()["contracts"]
+
+
+# ---- (b) failure paths ----------------------------------------------------------------------------------
+
+def test_failing_property_fails_its_level(work):
+    all_pass(work.bindir, [2, 3])
+    fake_property_binary(work.bindir, "layout_test", {"Layout.PrefillRowsObeyK4": "pass",
+                                                      "Layout.DecodeRowsObeyK4": "fail"})
+    fake_property_binary(work.bindir, "padding_test", {"Padding.PaddedRowsAllMinusOneAndPoisonIgnored": "pass",
+                                                       "Padding.InvalidDecodeRowsAreInert": "fail",
+                                                       "Padding.ContextLengthsOutsideRangeActClamped": "pass"})
+    r = work("--contracts=2,3")
+    assert_failed_overall(r)
+    assert_never_pass(r, "Layout.DecodeRowsObeyK4")  # core
+    assert_never_pass(r, "Padding.InvalidDecodeRowsAreInert")  # hardened
+    assert r.properties()["Layout.DecodeRowsObeyK4"]["cases_run"] == 3  # "Falsifiable after 3 tests"
+    assert any("QSA_CHECK_FAILED Layout.DecodeRowsObeyK4" in f
+               for f in r.properties()["Layout.DecodeRowsObeyK4"]["failures"]), r.properties()
+    assert r.properties()["Layout.PrefillRowsObeyK4"]["verdict"] == "PASS"
+    assert r.level("ieee differential")["verdict"] == "PASS", r.cert["levels"]  # the replay and exhaustive
+    assert failing(r, "core") == ["Layout.DecodeRowsObeyK4"], r.cert["levels"]
+    assert failing(r, "hardened") == ["Padding.InvalidDecodeRowsAreInert"], r.cert["levels"]
+    verdicts = {c["binary"]: c["verdict"] for c in r.gpu()["contracts"]}
+    assert verdicts == {"properties/layout_test": "FAIL", "properties/padding_test": "FAIL"}, verdicts
+
+
+def test_failure_on_one_gpu_fails_that_gpu(work):
+    all_pass(work.bindir, [2])
+    fake_property_binary(work.bindir, "layout_test", {"Layout.PrefillRowsObeyK4": "pass",
+                                                      "Layout.DecodeRowsObeyK4": {"0": "pass", "1": "fail"}})
+    r = work("--contracts=2", "--fake-gpus=2")
+    assert_failed_overall(r)
+    assert r.gpu(0)["verdict"] == "PASS" and r.gpu(1)["verdict"] == "FAIL", r
+    assert r.properties(0)["Layout.DecodeRowsObeyK4"]["verdict"] == "PASS"
+    assert_never_pass(r, "Layout.DecodeRowsObeyK4", gpu=1)
+    assert failing(r, "core", 1) == ["Layout.DecodeRowsObeyK4"] and failing(r, "core", 0) == [], r.cert["levels"]
+
+
+def test_property_missing_from_registry_is_run_and_fails(work):
+    """A listed property without a registry row is run even when QSA_LEVELS selects nothing it could belong
+    to (prop.cc fails it: "has no row in checks/registry.tsv"); it fails the certificate."""
+    all_pass(work.bindir, [2])
+    listed = LISTED["layout_test"] + ["Layout.NotInRegistry"]
+    assert not levels.lookup("Layout.NotInRegistry").registered
+    fake_property_binary(work.bindir, "layout_test",
+                         {"Layout.PrefillRowsObeyK4": "pass", "Layout.DecodeRowsObeyK4": "pass",
+                          "Layout.NotInRegistry": "fail"}, listed=listed)
+    r = work("--contracts=2", env={"QSA_LEVELS": "hardened"})
+    assert_failed_overall(r)
+    p = r.properties()["Layout.NotInRegistry"]
+    assert p["verdict"] == "FAIL", p
+    assert "Layout.NotInRegistry@0" in r.ran, r.ran
+    for check_id in LISTED["layout_test"]:  # core checks under QSA_LEVELS=hardened: not run, not passed
+        assert r.properties()[check_id]["verdict"] == "NOT_JUDGED", r.properties()
+    assert r.gpu()["verdict"] == "FAIL", r.gpu()
+    assert r.level("core")["verdict"] == "NOT JUDGED", r.cert["levels"]
+
+
+def test_crash_and_bad_exit_and_lying_json_are_failures(work):
+    """(c) a child killed by signal 11, one exiting 3, one exiting 0 with a failure in its JSON and one
+    exiting 0 without any JSON: each FAILS, whatever its gtest JSON said before."""
+    all_pass(work.bindir, [2, 3])
+    fake_property_binary(work.bindir, "padding_test", {"Padding.PaddedRowsAllMinusOneAndPoisonIgnored": "crash",
+                                                       "Padding.InvalidDecodeRowsAreInert": "bad_exit",
+                                                       "Padding.ContextLengthsOutsideRangeActClamped": "pass"})
+    fake_property_binary(work.bindir, "layout_test", {"Layout.PrefillRowsObeyK4": "no_json",
+                                                      "Layout.DecodeRowsObeyK4": "fail_exit0"})
+    r = work("--contracts=2,3")
+    assert_failed_overall(r)
+    props = r.properties()
+    for check_id in ["Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "Padding.InvalidDecodeRowsAreInert",
+                     "Layout.PrefillRowsObeyK4", "Layout.DecodeRowsObeyK4"]:
+        assert_never_pass(r, check_id)
+    assert "signal 11" in props["Padding.PaddedRowsAllMinusOneAndPoisonIgnored"]["exit"], props
+    assert props["Padding.InvalidDecodeRowsAreInert"]["exit"] == "exit 3", props
+    assert props["Padding.ContextLengthsOutsideRangeActClamped"]["verdict"] == "PASS", props
+    assert r.level("core")["verdict"] == "FAIL" and r.level("hardened")["verdict"] == "FAIL", r.cert["levels"]
+
+
+def test_timed_out_property_is_a_failure(work):
+    """(c) a child that never ends is killed after --child-timeout and FAILS (its JSON said passed)."""
+    all_pass(work.bindir, [3])
+    fake_property_binary(work.bindir, "padding_test", {"Padding.InvalidDecodeRowsAreInert": "hang"},
+                         listed=["Padding.InvalidDecodeRowsAreInert"])
+    r = work("--contracts=3", "--child-timeout=0.5", "--no-replay", "--no-exhaustive")
+    assert_failed_overall(r)
+    assert_never_pass(r, "Padding.InvalidDecodeRowsAreInert")
+    assert "timed out" in r.properties()["Padding.InvalidDecodeRowsAreInert"]["exit"], r.properties()
+    assert r.level("core")["verdict"] != "PASS", r.cert["levels"]  # nothing of it ran
+
+
+def test_replay_failed_skipped_and_not_run_tests(work):
+    """The fixture replay: a failed fixture names its failed checks (their levels: core none and core ieee),
+    a skipped fixture is NOT_JUDGED, a NOTRUN one is no result; the suite FAILS."""
+    all_pass(work.bindir, [2])
+    bad = ("fixture bad\nQSA_CHECK_FAILED Fixture.Layout level=core profile=none contract=2 fixture=b\n"
+           "QSA_CHECK_FAILED Fixture.Differential level=core profile=ieee contract=1 fixture=b\n")
+    hard = "QSA_CHECK_FAILED Fixture.InvalidDecodeRows level=hardened profile=none contract=3 fixture=h\n"
+    fake_replay(work.bindir, [("Replay", "a", "RUN", "COMPLETED", []), ("Replay", "b", "RUN", "COMPLETED", [bad]),
+                              ("Replay", "h", "RUN", "COMPLETED", [hard]), ("Replay", "c", "RUN", "SKIPPED", []),
+                              ("Replay", "d", "NOTRUN", "SUPPRESSED", [])], 1)
+    r = work("--contracts=2")
+    assert_failed_overall(r)
+    s = r.suite("fixtures/replay_test")
+    assert s["verdict"] == "FAIL", s
+    tests = {t["id"]: t for t in s["tests"]}
+    assert {i: t["verdict"] for i, t in tests.items()} == {
+        "Replay.a": "PASS", "Replay.b": "FAIL", "Replay.h": "FAIL", "Replay.c": "NOT_JUDGED"}, tests
+    assert failing(r, "core") == ["Fixture.Layout"], r.cert["levels"]  # each where its check's level says
+    assert failing(r, "ieee differential") == ["Fixture.Differential"], r.cert["levels"]
+    assert failing(r, "hardened") == ["Fixture.InvalidDecodeRows"], r.cert["levels"]
+    assert all(v["verdict"] == "FAIL" for v in r.cert["levels"].values()), r.cert["levels"]
+
+
+@pytest.mark.parametrize("tests,exit_code,installed", [
+    ([("Replay", "a", "RUN", "COMPLETED", [])], 1, True),  # every test passed, exit 1
+    ([], 0, True),  # exit 0, no test at all
+    ([("Replay", "a", "RUN", "COMPLETED", [])], 0, False),  # no replay binary
+])
+def test_replay_that_did_not_run_properly_fails(work, tests, exit_code, installed):
+    all_pass(work.bindir, [2])
+    if installed:
+        fake_replay(work.bindir, tests, exit_code)
+    else:
+        os.remove(os.path.join(work.bindir, "fixtures", "replay_test"))
+    r = work("--contracts=2")
+    assert_failed_overall(r)
+    s = r.suite("fixtures/replay_test")
+    assert s["verdict"] == "FAIL" and s["error"], s
+    assert any("fixture replay" in f for f in r.level("core")["failing"]), r.cert["levels"]
+    assert r.level("core")["verdict"] == "FAIL", r.cert["levels"]
+
+
+def test_exhaustive_mismatches_fail_ieee(work):
+    """Four fake GPUs, four ways of not being exact: a mismatch, a missing check, fewer inputs than expected,
+    no result file; each GPU FAILS, under "ieee differential"."""
+    all_pass(work.bindir, [])
+    fake_exhaustive(work.bindir, {"0": "mismatch", "1": "missing_check", "2": "short_inputs", "3": "no_json"})
+    r = work("--exhaustive-only", "--fake-gpus=4")
+    assert_failed_overall(r)
+    for gi in range(4):
+        assert r.gpu(gi)["exhaustive"]["verdict"] == "FAIL", (gi, r.gpu(gi)["exhaustive"])
+        assert r.gpu(gi)["verdict"] == "FAIL", gi
+    for gi in range(4):
+        assert failing(r, "ieee differential", gi) == ["Exhaustive.Primitives"], (gi, r.cert["levels"])
+    assert r.level("ieee differential")["verdict"] == "FAIL", r.cert["levels"]
+    assert r.level("core")["verdict"] != "PASS" and r.level("hardened")["verdict"] != "PASS", r.cert["levels"]
+
+
+# ---- (d) --time-limit ---------------------------------------------------------------------------------
+
+def test_time_limit_leaving_jobs_unrun_never_passes(work):
+    """One worker; the first job (the exhaustive checks) sleeps 0.5 s, past the 0.001-minute limit, so every
+    later job starts late: it is recorded FAIL, not run, and so is the certificate, though every fake passes."""
+    all_pass(work.bindir, [2, 3])
+    fake_exhaustive(work.bindir, {"*": "pass"}, sleep_s=0.5)
+    r = work("--contracts=2,3", "--jobs-per-gpu=1", "--time-limit=0.001")
+    assert_failed_overall(r)
+    props = r.properties()
+    assert set(props) == set(LISTED["layout_test"] + LISTED["padding_test"]), props
+    for check_id, p in props.items():
+        assert p["exit"] == "not run", p
+        assert_never_pass(r, check_id)
+    s = r.suite("fixtures/replay_test")
+    assert s["verdict"] == "FAIL" and "not run" in s["error"], s
+    assert r.level("core")["verdict"] == "FAIL" and r.level("hardened")["verdict"] == "FAIL", r.cert["levels"]
+    assert [x for x in r.ran if not x.startswith("exhaustive@")] == [], r.ran  # nothing else started
+
+
+# ---- setup errors and refusals: a documented exit code, no certificate ------------------------------------
+
+def test_listing_failure_is_a_setup_error(work):
+    all_pass(work.bindir, [2])
+    install(work.bindir, "properties/layout_test", script(["echo 'cannot list'", "exit 1"]))
+    r = work("--contracts=2", expect_certificate=False)
+    assert r.rc == 2, r
+
+
+def test_missing_property_binary_is_a_setup_error(work):
+    all_pass(work.bindir, [2])
+    r = work("--contracts=3", expect_certificate=False)
+    assert r.rc == 2, r
+
+
+def test_gpu_without_sass_is_refused(work):
+    all_pass(work.bindir, [2])
+    r = work("--contracts=2", "--fake-sm=70", expect_certificate=False)
+    assert r.rc == 3, r
+    assert r.ran == [], r.ran
+
+
+if __name__ == "__main__":
+    os.environ["CERTIFY_E2E_BINARY"] = os.path.abspath(sys.argv[1])
+    base = os.path.join(os.environ.get("TEST_TMPDIR") or tempfile.mkdtemp(prefix="certify_e2e_"), "pytest")
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", f"--basetemp={base}", os.path.abspath(__file__)] +
+                         sys.argv[2:]))
