@@ -256,9 +256,10 @@ def assert_never_pass(r, check_id, gpu=0):
 
 
 def assert_failed_overall(r):
-    assert r.rc == 1, r
-    assert r.cert["verdict"] == "FAIL", r
-    assert "certify: verdict FAIL" in r.output, r
+    why = f"certify must FAIL this run (exit 1, verdict FAIL, the verdict line saying so); got {r!r}"
+    assert r.rc == 1, why
+    assert r.cert["verdict"] == "FAIL", why
+    assert "certify: verdict FAIL" in r.output, why
 
 
 # ---- (a) everything passes ------------------------------------------------------------------------------
@@ -407,8 +408,9 @@ def test_timed_out_property_is_a_failure(work):
 
 
 def test_replay_failed_skipped_and_not_run_tests(work):
-    """The fixture replay: a failed fixture names its failed checks (their levels: core none and core ieee),
-    a skipped fixture is NOT_JUDGED, a NOTRUN one is no result; the suite FAILS."""
+    """The fixture replay: each failed fixture counts in the groups of the checks it names (Fixture.Layout
+    core, Fixture.Differential ieee, Fixture.InvalidDecodeRows hardened), a skipped fixture is NOT_JUDGED, a
+    NOTRUN one is no result; the suite FAILS."""
     all_pass(work.bindir, [2])
     bad = ("fixture bad\nQSA_CHECK_FAILED Fixture.Layout level=core profile=none contract=2 fixture=b\n"
            "QSA_CHECK_FAILED Fixture.Differential level=core profile=ieee contract=1 fixture=b\n")
