@@ -76,47 +76,53 @@ __global__ void __launch_bounds__(kTile)
     }
     __syncthreads();
     int64_t const rowStride = static_cast<int64_t>(pool.numKVHeads) * pool.poolHeadDim;
-    uint16_t* ks16 = reinterpret_cast<uint16_t*>(ks);
     if (kVec) {
-        // Item (blk, c): dims [8c, 8c + 8) of block g0 + blk with one 16-byte load. A full tile gives every
-        // thread exactly kItemsPerThread items: all their loads are issued before the first shared-memory
-        // store (bytes in flight per SM, the gather is latency bound), then scattered.
-        auto scatter = [&](int idx, uint4 v) {
-            int const blk = idx >> 4;
-            int const c = idx & 15;
-            uint32_t const w[4] = {v.x, v.y, v.z, v.w};
+        // Item (blk, grp): the 4 chunks c = grp + 4 i (dims 32 i + 8 grp .. + 7, i = 0..3) of block g0 + blk, one
+        // 16-byte load each. Together they hold dims l, l + 32, l + 64, l + 96 of the 8 lanes l = 8 grp + k, so each
+        // lane's slot leaves as ONE 8-byte store (was 8 halfword stores per chunk: ncu put B2 at 85% of the
+        // L1/shared pipe with DRAM at 53%). A full tile gives every thread exactly kItemsPerThread items, all of
+        // whose loads are issued before the first shared-memory store (bytes in flight per SM).
+        auto load = [&](int idx, uint4(&v)[4]) {
+            int const blk = idx >> 2;
+            int const grp = idx & 3;
+            int64_t const base = pageBase[blk >> 5];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                v[i] = make_uint4(0u, 0u, 0u, 0u); // dropped read: +0.0
+                if (base >= 0) {
+                    v[i] = __ldg(reinterpret_cast<uint4 const*>(pool.pool + base + (blk & 31) * 4 * rowStride +
+                                                                8 * (grp + 4 * i)));
+                }
+            }
+        };
+        auto scatter = [&](int idx, uint4 const(&v)[4]) {
+            int const blk = idx >> 2;
+            int const grp = idx & 3;
 #pragma unroll
             for (int k = 0; k < 8; ++k) {
-                int const d = 8 * c + k;
-                uint16_t const h16 = static_cast<uint16_t>((k & 1) ? (w[k >> 1] >> 16) : (w[k >> 1] & 0xFFFFu));
-                ks16[kSlot(blk, d & 31) * 4 + (d >> 5)] = h16;
+                // Halfword k of each chunk: dim 32 i + 8 grp + k, i.e. component i of lane 8 grp + k.
+                uint32_t const w0 = (&v[0].x)[k >> 1], w1 = (&v[1].x)[k >> 1];
+                uint32_t const w2 = (&v[2].x)[k >> 1], w3 = (&v[3].x)[k >> 1];
+                uint32_t const sel = (k & 1) ? 0x7632u : 0x5410u;
+                ks[kSlot(blk, 8 * grp + k)] = make_uint2(__byte_perm(w0, w1, sel), __byte_perm(w2, w3, sel));
             }
         };
-        auto load = [&](int idx) {
-            int const blk = idx >> 4;
-            int const c = idx & 15;
-            int64_t const base = pageBase[blk >> 5];
-            uint4 v = make_uint4(0u, 0u, 0u, 0u); // dropped read: +0.0
-            if (base >= 0) {
-                v = __ldg(reinterpret_cast<uint4 const*>(pool.pool + base + (blk & 31) * 4 * rowStride + 8 * c));
-            }
-            return v;
-        };
-        constexpr int kItemsPerThread = 16; // kTile blocks x 16 chunks over kTile threads
+        constexpr int kItemsPerThread = 4; // kTile blocks x 4 lane groups over kTile threads
         if (nHere == kTile) {
-            uint4 v[kItemsPerThread];
+            uint4 v[kItemsPerThread][4];
 #pragma unroll
             for (int it = 0; it < kItemsPerThread; ++it) {
-                v[it] = load(threadIdx.x + it * kTile);
+                load(threadIdx.x + it * kTile, v[it]);
             }
 #pragma unroll
             for (int it = 0; it < kItemsPerThread; ++it) {
                 scatter(threadIdx.x + it * kTile, v[it]);
             }
         } else {
-#pragma unroll 4
-            for (int idx = threadIdx.x; idx < nHere * 16; idx += kTile) {
-                scatter(idx, load(idx));
+            for (int idx = threadIdx.x; idx < nHere * 4; idx += kTile) {
+                uint4 v[4];
+                load(idx, v);
+                scatter(idx, v);
             }
         }
     } else {
