@@ -4,7 +4,7 @@
 // ascending) among the row's visible prefix, by the block-wide radix select of qsaRadixSelect.cuh (the
 // same set as B3; when nVis <= 512 every visible entry is taken and no pass runs); (2) the kSel winners
 // ordered by a bitonic sort of the 64-bit key (u << 32) | (0xFFFFFFFF - id), descending, u = radixKey(logit),
-// held in registers (shuffles within a warp, shared memory across warps); (3) K4 written from that order.
+// in shared memory, three stages per barrier in registers; (3) K4 written directly from that order.
 //
 // Why this equals the contract's CUB whole-row pipeline: visible logits are >= +0.0, never NaN or -0.0
 // (contract section 4), so they sort after no invisible -FLT_MAX entry, and on them ascending u is
@@ -43,85 +43,80 @@ __device__ __forceinline__ int orderKeyId(unsigned long long key) {
     return id;
 }
 
-// Bitonic sort of the kSel keys slots[0, kSel) into descending order; sorted position p ends in v[e] of
-// thread p % kThreads (e = p / kThreads). The network is that of n = max(32, pow2 >= kSel) keys; the
-// positions from kSel on hold 0 (below every real key: its low word 0xFFFFFFFF - id is > 0), so they sort
-// last, and those >= n (all 0) never move. Partners closer than 32 are in the same warp (shuffles), closer
-// than kThreads in another warp (one shared-memory exchange and one barrier per stage, in the halves of
-// slots[2 * kTopK] by turns, so a stage's writes never meet the previous exchange's reads), else in the
-// same thread. The keys are distinct (ids are), so any correct sorting network gives this one result.
-template <int kThreads>
-struct SortedKeys {
-    static constexpr int kPer = kTopK / kThreads; // positions per thread
-    unsigned long long v[kPer];
-    int spare; // the half of slots no thread reads any more when the sort returns
-};
+// Slot of sorted position i in shared memory. The sort's rounds read 2^M positions spaced j apart per
+// thread; with 8-byte keys at slot i the warp's reads would hit 2 of the 32 banks when j < 16. Flipping
+// the low 4 bits by bits 4-7 spreads every round's pattern over all banks (2 wavefronts per warp access,
+// the minimum for 32 x 8 bytes); it is a bijection on each 256-slot range.
+__device__ __forceinline__ int sortSlot(int i) {
+    return i ^ ((i >> 4) & 15);
+}
 
-template <int kThreads>
-__device__ __forceinline__ SortedKeys<kThreads> bitonicSortDesc(unsigned long long* slots, int kSel) {
-    constexpr int kPer = SortedKeys<kThreads>::kPer;
-    static_assert(kPer == 1 || kPer == 2, "256 or 512 threads");
-    SortedKeys<kThreads> s;
-    int const tid = static_cast<int>(threadIdx.x);
+// One round of the bitonic network for merge size k: the kM consecutive stages j = jTop, jTop / 2, ...,
+// jTop >> (kM - 1) on groups of 2^kM positions base + c * jLow (c < 2^kM), each group in one thread's
+// registers: one shared-memory read and write per key and one barrier for kM stages (a stage per barrier
+// read and wrote every key once per stage). Within a group the bit k of every position is the same, so the
+// direction is one for the group: descending where (position & k) == 0 (all of the last merge, k == n).
+template <int kM>
+__device__ __forceinline__ void bitonicRound(unsigned long long* slots, int n, int k, int jTop) {
+    constexpr int kG = 1 << kM;
+    int const jLow = jTop >> (kM - 1);
+    int const lowBits = __ffs(jLow) - 1; // log2(jLow)
+    for (int g = static_cast<int>(threadIdx.x); g < (n >> kM); g += static_cast<int>(blockDim.x)) {
+        int const base = ((g >> lowBits) << (lowBits + kM)) | (g & (jLow - 1));
+        unsigned long long x[kG];
 #pragma unroll
-    for (int e = 0; e < kPer; ++e) {
-        int const p = e * kThreads + tid;
-        s.v[e] = p < kSel ? slots[p] : 0ull;
-    }
-    int n = 32;
-    while (n < kSel) {
-        n <<= 1;
-    }
-    int lastRead = 0; // the half other threads may still read
-    for (int k = 2; k <= n; k <<= 1) {
-        for (int j = k >> 1; j > 0; j >>= 1) {
-            unsigned long long w[kPer];
-            if (j >= kThreads) { // partner in this thread (kPer == 2, j == kThreads)
+        for (int c = 0; c < kG; ++c) {
+            x[c] = slots[sortSlot(base + c * jLow)];
+        }
+        bool const desc = (base & k) == 0;
 #pragma unroll
-                for (int e = 0; e < kPer; ++e) {
-                    w[e] = s.v[kPer - 1 - e];
-                }
-            } else if (j >= 32) { // partner in another warp of the CTA
-                unsigned long long* buf = slots + (lastRead ^ 1) * kTopK;
+        for (int m = kM - 1; m >= 0; --m) {
 #pragma unroll
-                for (int e = 0; e < kPer; ++e) {
-                    buf[e * kThreads + tid] = s.v[e];
-                }
-                __syncthreads();
-#pragma unroll
-                for (int e = 0; e < kPer; ++e) {
-                    w[e] = buf[(e * kThreads + tid) ^ j];
-                }
-                lastRead ^= 1;
-            } else { // partner in this warp
-#pragma unroll
-                for (int e = 0; e < kPer; ++e) {
-                    w[e] = __shfl_xor_sync(kFull, s.v[e], j);
+            for (int c = 0; c < kG; ++c) {
+                if ((c & (1 << m)) == 0) {
+                    unsigned long long const a = x[c];
+                    unsigned long long const b = x[c | (1 << m)];
+                    bool const swap = (a < b) == desc; // the lower position keeps the larger key if desc
+                    x[c] = swap ? b : a;
+                    x[c | (1 << m)] = swap ? a : b;
                 }
             }
+        }
 #pragma unroll
-            for (int e = 0; e < kPer; ++e) {
-                int const p = e * kThreads + tid;
-                // The lower index of a pair keeps the larger key in a descending run ((p & k) == 0; the last
-                // merge, k == n, is descending everywhere), the smaller one in an ascending run.
-                bool const keepMax = ((p & j) == 0) == ((p & k) == 0);
-                unsigned long long const hi = s.v[e] > w[e] ? s.v[e] : w[e];
-                unsigned long long const lo = s.v[e] > w[e] ? w[e] : s.v[e];
-                s.v[e] = keepMax ? hi : lo;
+        for (int c = 0; c < kG; ++c) {
+            slots[sortSlot(base + c * jLow)] = x[c];
+        }
+    }
+    __syncthreads();
+}
+
+// Sorts slots (at sortSlot positions) [0, n) into descending order, n a power of two >= 8; every thread
+// of the block calls it after a barrier that follows the last write of a key. Stages are taken from each
+// merge's top three at a time.
+__device__ __forceinline__ void bitonicSortDesc(unsigned long long* slots, int n) {
+    for (int k = 2; k <= n; k <<= 1) {
+        int j = k >> 1;
+        while (j > 0) {
+            if (j >= 4) {
+                bitonicRound<3>(slots, n, k, j);
+                j >>= 3;
+            } else if (j == 2) {
+                bitonicRound<2>(slots, n, k, j);
+                j >>= 2;
+            } else {
+                bitonicRound<1>(slots, n, k, j);
+                j >>= 1;
             }
         }
     }
-    s.spare = lastRead ^ 1;
-    return s;
 }
 
 template <int kThreads, int kItems>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kThreads == 256 ? 5 : 2)
     prefillSelectExpandKernel(int32_t* outIdx, float const* logits, int32_t const* contextLengths, int32_t seqLen,
                               int32_t numBlocks, int64_t rowBegin, int64_t rowEnd) {
     __shared__ RadixSelectSmem<kThreads> sm;
-    __shared__ unsigned long long slots[2 * kTopK]; // the winners' keys at [0, kSel), then the sort's halves
-    int const* sortedIds = nullptr; // this row's ids in the contract's order (valid when kSel > 0)
+    __shared__ unsigned long long slots[kTopK]; // the winners' keys, at sortSlot(rank)
     for (int64_t r = rowBegin + blockIdx.x; r < rowEnd; r += gridDim.x) {
         int64_t const b = r / seqLen;
         int const t = static_cast<int>(r - b * seqLen);
@@ -142,7 +137,7 @@ __global__ void __launch_bounds__(kThreads)
             int const chunk = (nVis + kThreads - 1) / kThreads;
             int const gBegin = min(nVis, static_cast<int>(threadIdx.x) * chunk);
             int const gEnd = min(nVis, gBegin + chunk);
-            auto emit = [&](int pos, int g, uint32_t u) { slots[pos] = orderKey(u, g); };
+            auto emit = [&](int pos, int g, uint32_t u) { slots[sortSlot(pos)] = orderKey(u, g); };
             // radixSelectEmit begins with a barrier: the previous row's readers of slots are done.
             if (chunk <= kItems) {
                 CachedKeys<kItems> keys;
@@ -156,24 +151,21 @@ __global__ void __launch_bounds__(kThreads)
                 RowKeys const keys{row, gBegin, gEnd};
                 radixSelectEmit<kThreads>(sm, keys, nVis, kTopK, gBegin, chunk, emit);
             }
-            __syncthreads(); // every winner is in slots
-            SortedKeys<kThreads> const sorted = bitonicSortDesc<kThreads>(slots, kSel);
-            int* ids = reinterpret_cast<int*>(slots + sorted.spare * kTopK);
-#pragma unroll
-            for (int e = 0; e < SortedKeys<kThreads>::kPer; ++e) {
-                int const p = e * kThreads + static_cast<int>(threadIdx.x);
-                if (p < kSel) {
-                    ids[p] = orderKeyId(sorted.v[e]);
-                }
+            int n = 8;
+            while (n < kSel) {
+                n <<= 1;
+            }
+            for (int i = kSel + static_cast<int>(threadIdx.x); i < n; i += kThreads) {
+                slots[sortSlot(i)] = 0ull; // below every real key (its low word 0xFFFFFFFF - id is > 0): sorts last
             }
             __syncthreads();
-            sortedIds = ids;
+            bitonicSortDesc(slots, n);
         }
         int32_t* out = outIdx + r * kWidth;
         for (int p = threadIdx.x; p < kWidth; p += kThreads) {
             int32_t v = -1;
             if (p < 4 * kSel) {
-                v = sortedIds[p >> 2] * 4 + (p & 3);
+                v = orderKeyId(slots[sortSlot(p >> 2)]) * 4 + (p & 3);
             } else if (p < 4 * kSel + tail) {
                 v = 4 * nVis + (p - 4 * kSel);
             }
