@@ -24,7 +24,9 @@ constexpr int kTile = 128;                   // blocks per CTA: 512 tokens = 4 w
 constexpr int kPerThread = 2;                // blocks scored per thread (sharing each q load)
 constexpr int kThreads = kTile / kPerThread; // 64
 constexpr int kUnits = 16;                   // 16-byte units per staged block
-constexpr int kMinCtas = 6;                  // per SM: 6 x 34.8 KB of shared memory fit in 228 KB
+// CTAs per SM: 6 x 34.8 KB of shared memory fit in 228 KB; the bound caps registers at 168, which the 16-byte
+// path's 32 loads in flight per thread (128 registers of data) fit (ptxas: 162, no spills).
+constexpr int kMinCtas = 6;
 
 // Unit u of block blk, XOR-swizzled on its low 3 bits (the bank group of a 16-byte unit) by blk & 7
 // and by u's bit 3: 8 consecutive blocks reading the same u, and the vector scatter's 4 blocks x 2
@@ -62,27 +64,37 @@ __device__ __forceinline__ void scoreBlocks(float* out, uint4 const* ks, float4 
     for (int n = 0; n < N; ++n) {
         row[n] = blk0 + n * kThreads < nHere ? blk0 + n * kThreads : blk0;
     }
-    float pend[N][kHeads][4];
+    float pend[N][kHeads][4] = {};
+    // Step j = 8 jh + jl (leaf l = bitreverse4(j) = 2 bitreverse3(jl) + jh). The halves run as a loop of two (code
+    // size): below level 3 steps j and j + 8 fold alike; step 7 leaves the first half's subtree in pend[3],
+    // step 15 adds its own half's subtree to it (the root: dot_h).
+#pragma unroll 1
+    for (int jh = 0; jh < 2; ++jh) {
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-        int const l = ((j & 1) << 3) | ((j & 2) << 1) | ((j & 4) >> 1) | ((j & 8) >> 3);
-        float4 k0[N];
-        float4 k1[N];
-#pragma unroll
-        for (int n = 0; n < N; ++n) {
-            uint4 const v = ks[kUnit(row[n], l)]; // lanes l (x, y) and l + 16 (z, w)
-            k0[n] = unpack4<T>(v.x, v.y);
-            k1[n] = unpack4<T>(v.z, v.w);
-        }
-#pragma unroll
-        for (int h = 0; h < kHeads; ++h) {
-            float4 const q0 = qs[h * 32 + l];
-            float4 const q1 = qs[h * 32 + l + 16];
+        for (int jl = 0; jl < 8; ++jl) {
+            int const l = 2 * (((jl & 1) << 2) | (jl & 2) | ((jl & 4) >> 2)) + jh;
+            float4 k0[N];
+            float4 k1[N];
 #pragma unroll
             for (int n = 0; n < N; ++n) {
-                // partial[l] + partial[l + 16]: the m = 16 level of warpSum for leaf l.
-                float const a = __fadd_rn(b2LanePartial(q0, k0[n]), b2LanePartial(q1, k1[n]));
-                butterflyFold(pend[n][h], a, j); // after j = 15: pend[n][h][3] = dot_h
+                uint4 const v = ks[kUnit(row[n], l)]; // lanes l (x, y) and l + 16 (z, w)
+                k0[n] = unpack4<T>(v.x, v.y);
+                k1[n] = unpack4<T>(v.z, v.w);
+            }
+#pragma unroll
+            for (int h = 0; h < kHeads; ++h) {
+                float4 const q0 = qs[h * 32 + l];
+                float4 const q1 = qs[h * 32 + l + 16];
+#pragma unroll
+                for (int n = 0; n < N; ++n) {
+                    // partial[l] + partial[l + 16]: the m = 16 level of warpSum for leaf l.
+                    float const a = __fadd_rn(b2LanePartial(q0, k0[n]), b2LanePartial(q1, k1[n]));
+                    float const first = pend[n][h][3];
+                    butterflyFold(pend[n][h], a, jl);
+                    if (jl == 7 && jh == 1) {
+                        pend[n][h][3] = __fadd_rn(first, pend[n][h][3]);
+                    }
+                }
             }
         }
     }
