@@ -11,8 +11,6 @@
 // picks by the device's compute capability; both give the same bits.
 #include <cooperative_groups.h>
 
-#include <atomic>
-
 #include "kernels/qsaCommon.cuh"
 #include "kernels/qsaInternal.h"
 #include "kernels/qsaRadixSelect.cuh"
@@ -229,21 +227,7 @@ __global__ void zeroSplitCountersKernel(int32_t* splitCounters, int64_t n) {
 
 // Cluster launch needs compute capability 9.0 (the device's own attribute, queried once per device).
 bool deviceHasClusters() {
-    static std::atomic<int> cached[64];
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-        return false;
-    }
-    int known = cached[dev].load();
-    if (known == 0) {
-        int v = 0;
-        if (cudaDeviceGetAttribute(&v, cudaDevAttrClusterLaunch, dev) != cudaSuccess) {
-            v = 0;
-        }
-        known = v != 0 ? 1 : 2;
-        cached[dev].store(known);
-    }
-    return known == 1;
+    return cachedDeviceAttribute<cudaDevAttrClusterLaunch>() != 0;
 }
 
 } // namespace
