@@ -11,8 +11,6 @@
 // picks by the device's compute capability; both give the same bits.
 #include <cooperative_groups.h>
 
-#include <atomic>
-
 #include "kernels/qsaCommon.cuh"
 #include "kernels/qsaInternal.h"
 #include "kernels/qsaRadixSelect.cuh"
@@ -129,41 +127,43 @@ constexpr int kClusterItems = 8; // keys per thread in registers: rows up to 327
 
 // The row's totals over the cluster's CTAs (qsaRadixSelect.cuh, Scope). Integer sums: exact in any order.
 struct ClusterScope {
-    int (*exch)[256]; // this CTA's histogram totals of the last two passes (double-buffered)
-    int2* tot;        // this CTA's (greater, equal) totals
-    __device__ __forceinline__ void reduceHist(int* histTotal, int pass) const {
+    int (*exch)[256]; // this CTA's digit counts of the last two passes (double-buffered)
+    int2* tot;        // [kCluster]: slot r holds rank r's (greater, equal) totals, pushed by rank r
+    __device__ __forceinline__ int reduceDigit(int count, int t, int pass) const {
         cg::cluster_group cluster = cg::this_cluster();
         int* mine = exch[pass & 1];
-        for (int d = threadIdx.x; d < 256; d += blockDim.x) {
-            mine[d] = histTotal[d];
+        if (t < 256) {
+            mine[t] = count;
         }
-        // Every CTA's totals of this pass are written. A buffer is rewritten two passes later, after the
+        // Every CTA's counts of this pass are written. A buffer is rewritten two passes later, after the
         // next pass's cluster barrier, which no CTA passes before its reads below are done.
         cluster.sync();
-        for (int d = threadIdx.x; d < 256; d += blockDim.x) {
-            int s = 0;
+        int s = 0;
+        if (t < 256) {
             for (int r = 0; r < kCluster; ++r) {
-                s += cluster.map_shared_rank(mine, r)[d];
+                s += cluster.map_shared_rank(mine, r)[t];
             }
-            histTotal[d] = s;
         }
-        __syncthreads();
+        return s;
     }
+    // The row has nVis > kTopK (rowPrologue), so a pass's cluster barrier came first: every CTA of the
+    // cluster runs. Each CTA pushes its totals to the higher ranks; after the barrier no CTA touches another's
+    // shared memory (the passes' remote reads precede it too), so each may leave.
     __device__ __forceinline__ void reduceCounts(int2 blockTotal, int& gtOff, int& eqOff) const {
         gtOff = 0;
         eqOff = 0;
         cg::cluster_group cluster = cg::this_cluster();
-        if (threadIdx.x == 0) {
-            *tot = blockTotal;
+        int const rank = static_cast<int>(cluster.block_rank());
+        int const t = static_cast<int>(threadIdx.x);
+        if (t > rank && t < kCluster) {
+            *cluster.map_shared_rank(&tot[rank], t) = blockTotal;
         }
         cluster.sync();
-        int const rank = static_cast<int>(cluster.block_rank());
         for (int r = 0; r < rank; ++r) {
-            int2 const v = *cluster.map_shared_rank(tot, r);
+            int2 const v = tot[r];
             gtOff += v.x;
             eqOff += v.y;
         }
-        cluster.sync(); // no CTA leaves (its shared memory) while another still reads it
     }
 };
 
@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(kClusterThreads)
 #if defined(QSA_HAVE_CLUSTERS)
     __shared__ RadixSelectSmem<kClusterThreads> sm;
     __shared__ int exch[2][256];
-    __shared__ int2 tot;
+    __shared__ int2 tot[kCluster];
     waitForPrevious(); // B2's logits (launched after it: launchAfterPrevious)
     cg::cluster_group cluster = cg::this_cluster();
     int const rank = static_cast<int>(cluster.block_rank());
@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(kClusterThreads)
     int const gBegin = min(hi, lo + static_cast<int>(threadIdx.x) * chunk);
     int const gEnd = min(hi, gBegin + chunk);
     EmitExpanded const emit{out};
-    ClusterScope const scope{exch, &tot};
+    ClusterScope const scope{exch, tot};
     if (chunk <= kClusterItems) {
         CachedKeys<kClusterItems> keys;
         keys.count = gEnd - gBegin;
@@ -229,21 +229,7 @@ __global__ void zeroSplitCountersKernel(int32_t* splitCounters, int64_t n) {
 
 // Cluster launch needs compute capability 9.0 (the device's own attribute, queried once per device).
 bool deviceHasClusters() {
-    static std::atomic<int> cached[64];
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-        return false;
-    }
-    int known = cached[dev].load();
-    if (known == 0) {
-        int v = 0;
-        if (cudaDeviceGetAttribute(&v, cudaDevAttrClusterLaunch, dev) != cudaSuccess) {
-            v = 0;
-        }
-        known = v != 0 ? 1 : 2;
-        cached[dev].store(known);
-    }
-    return known == 1;
+    return cachedDeviceAttribute<cudaDevAttrClusterLaunch>() != 0;
 }
 
 } // namespace

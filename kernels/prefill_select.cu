@@ -3,8 +3,8 @@
 // One CTA per row of a chunk: (1) the first kSel = min(512, nVis) entries of (logit descending, id
 // ascending) among the row's visible prefix, by the block-wide radix select of qsaRadixSelect.cuh (the
 // same set as B3; when nVis <= 512 every visible entry is taken and no pass runs); (2) the kSel winners
-// ordered in shared memory by a bitonic sort of the 64-bit key (u << 32) | (0xFFFFFFFF - id), descending,
-// u = radixKey(logit); (3) K4 written directly from that order.
+// ordered by a bitonic sort of the 64-bit key (u << 32) | (0xFFFFFFFF - id), descending, u = radixKey(logit),
+// in shared memory, three stages per barrier in registers; (3) K4 written directly from that order.
 //
 // Why this equals the contract's CUB whole-row pipeline: visible logits are >= +0.0, never NaN or -0.0
 // (contract section 4), so they sort after no invisible -FLT_MAX entry, and on them ascending u is
@@ -43,33 +43,80 @@ __device__ __forceinline__ int orderKeyId(unsigned long long key) {
     return id;
 }
 
-// Bitonic sort of c[0, n) into descending order, n a power of two (every thread of the block calls it).
-template <int kThreads>
-__device__ __forceinline__ void bitonicSortDesc(unsigned long long* c, int n) {
-    for (int k = 2; k <= n; k <<= 1) {
-        for (int j = k >> 1; j > 0; j >>= 1) {
-            for (int i = threadIdx.x; i < (n >> 1); i += kThreads) {
-                int const lo = ((i & ~(j - 1)) << 1) | (i & (j - 1));
-                int const hi = lo + j;
-                unsigned long long const a = c[lo];
-                unsigned long long const b = c[hi];
-                bool const desc = (lo & k) == 0; // the last merge (k == n) is descending everywhere
-                if ((a < b) == desc) {
-                    c[lo] = b;
-                    c[hi] = a;
+// Slot of sorted position i in shared memory. The sort's rounds read 2^M positions spaced j apart per
+// thread; with 8-byte keys at slot i the warp's reads would hit 2 of the 32 banks when j < 16. Flipping
+// the low 4 bits by bits 4-7 spreads every round's pattern over all banks (2 wavefronts per warp access,
+// the minimum for 32 x 8 bytes); it is a bijection on each 256-slot range.
+__device__ __forceinline__ int sortSlot(int i) {
+    return i ^ ((i >> 4) & 15);
+}
+
+// One round of the bitonic network for merge size k: the kM consecutive stages j = jTop, jTop / 2, ...,
+// jTop >> (kM - 1) on groups of 2^kM positions base + c * jLow (c < 2^kM), each group in one thread's
+// registers: one shared-memory read and write per key and one barrier for kM stages (a stage per barrier
+// read and wrote every key once per stage). Within a group the bit k of every position is the same, so the
+// direction is one for the group: descending where (position & k) == 0 (all of the last merge, k == n).
+template <int kM>
+__device__ __forceinline__ void bitonicRound(unsigned long long* slots, int n, int k, int jTop) {
+    constexpr int kG = 1 << kM;
+    int const jLow = jTop >> (kM - 1);
+    int const lowBits = __ffs(jLow) - 1; // log2(jLow)
+    for (int g = static_cast<int>(threadIdx.x); g < (n >> kM); g += static_cast<int>(blockDim.x)) {
+        int const base = ((g >> lowBits) << (lowBits + kM)) | (g & (jLow - 1));
+        unsigned long long x[kG];
+#pragma unroll
+        for (int c = 0; c < kG; ++c) {
+            x[c] = slots[sortSlot(base + c * jLow)];
+        }
+        bool const desc = (base & k) == 0;
+#pragma unroll
+        for (int m = kM - 1; m >= 0; --m) {
+#pragma unroll
+            for (int c = 0; c < kG; ++c) {
+                if ((c & (1 << m)) == 0) {
+                    unsigned long long const a = x[c];
+                    unsigned long long const b = x[c | (1 << m)];
+                    bool const swap = (a < b) == desc; // the lower position keeps the larger key if desc
+                    x[c] = swap ? b : a;
+                    x[c | (1 << m)] = swap ? a : b;
                 }
             }
-            __syncthreads();
+        }
+#pragma unroll
+        for (int c = 0; c < kG; ++c) {
+            slots[sortSlot(base + c * jLow)] = x[c];
+        }
+    }
+    __syncthreads();
+}
+
+// Sorts slots (at sortSlot positions) [0, n) into descending order, n a power of two >= 8; every thread
+// of the block calls it after a barrier that follows the last write of a key. Stages are taken from each
+// merge's top three at a time.
+__device__ __forceinline__ void bitonicSortDesc(unsigned long long* slots, int n) {
+    for (int k = 2; k <= n; k <<= 1) {
+        int j = k >> 1;
+        while (j > 0) {
+            if (j >= 4) {
+                bitonicRound<3>(slots, n, k, j);
+                j >>= 3;
+            } else if (j == 2) {
+                bitonicRound<2>(slots, n, k, j);
+                j >>= 2;
+            } else {
+                bitonicRound<1>(slots, n, k, j);
+                j >>= 1;
+            }
         }
     }
 }
 
 template <int kThreads, int kItems>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kThreads == 256 ? 5 : 2)
     prefillSelectExpandKernel(int32_t* outIdx, float const* logits, int32_t const* contextLengths, int32_t seqLen,
                               int32_t numBlocks, int64_t rowBegin, int64_t rowEnd) {
     __shared__ RadixSelectSmem<kThreads> sm;
-    __shared__ unsigned long long cand[kTopK];
+    __shared__ unsigned long long slots[kTopK]; // the winners' keys, at sortSlot(rank)
     for (int64_t r = rowBegin + blockIdx.x; r < rowEnd; r += gridDim.x) {
         int64_t const b = r / seqLen;
         int const t = static_cast<int>(r - b * seqLen);
@@ -90,8 +137,8 @@ __global__ void __launch_bounds__(kThreads)
             int const chunk = (nVis + kThreads - 1) / kThreads;
             int const gBegin = min(nVis, static_cast<int>(threadIdx.x) * chunk);
             int const gEnd = min(nVis, gBegin + chunk);
-            auto emit = [&](int pos, int g, uint32_t u) { cand[pos] = orderKey(u, g); };
-            // radixSelectEmit begins with a barrier: the previous row's readers of cand are done.
+            auto emit = [&](int pos, int g, uint32_t u) { slots[sortSlot(pos)] = orderKey(u, g); };
+            // radixSelectEmit begins with a barrier: the previous row's readers of slots are done.
             if (chunk <= kItems) {
                 CachedKeys<kItems> keys;
                 keys.count = gEnd - gBegin;
@@ -104,21 +151,21 @@ __global__ void __launch_bounds__(kThreads)
                 RowKeys const keys{row, gBegin, gEnd};
                 radixSelectEmit<kThreads>(sm, keys, nVis, kTopK, gBegin, chunk, emit);
             }
-            int n = 1;
+            int n = 8;
             while (n < kSel) {
                 n <<= 1;
             }
             for (int i = kSel + static_cast<int>(threadIdx.x); i < n; i += kThreads) {
-                cand[i] = 0ull; // below every real key (its low word 0xFFFFFFFF - id is > 0): sorts last
+                slots[sortSlot(i)] = 0ull; // below every real key (its low word 0xFFFFFFFF - id is > 0): sorts last
             }
             __syncthreads();
-            bitonicSortDesc<kThreads>(cand, n);
+            bitonicSortDesc(slots, n);
         }
         int32_t* out = outIdx + r * kWidth;
         for (int p = threadIdx.x; p < kWidth; p += kThreads) {
             int32_t v = -1;
             if (p < 4 * kSel) {
-                v = orderKeyId(cand[p >> 2]) * 4 + (p & 3);
+                v = orderKeyId(slots[sortSlot(p >> 2)]) * 4 + (p & 3);
             } else if (p < 4 * kSel + tail) {
                 v = 4 * nVis + (p - 4 * kSel);
             }

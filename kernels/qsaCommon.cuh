@@ -348,25 +348,32 @@ __device__ __forceinline__ void allowNextToStart() {
 #endif
 }
 
-// Whether the current device has compute capability >= 9.0 (queried once per device).
-inline bool deviceHasPdl() {
-    static int cached[64] = {};
+// An attribute of the current device, queried once per device (each attribute keeps its own cache); 0 when
+// a query fails, whose error is cleared so that no later launch check reports it.
+template <cudaDeviceAttr kAttr>
+inline int cachedDeviceAttribute() {
+    static int cached[64] = {}; // value + 1; 0: not queried yet
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
         (void)cudaGetLastError();
-        return false;
+        return 0;
     }
     int known = __atomic_load_n(&cached[dev], __ATOMIC_RELAXED);
     if (known == 0) {
-        int major = 0;
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+        int v = 0;
+        if (cudaDeviceGetAttribute(&v, kAttr, dev) != cudaSuccess) {
             (void)cudaGetLastError();
-            major = 0;
+            v = 0;
         }
-        known = major >= 9 ? 1 : 2;
+        known = v + 1;
         __atomic_store_n(&cached[dev], known, __ATOMIC_RELAXED);
     }
-    return known == 1;
+    return known - 1;
+}
+
+// Programmatic dependent launch needs compute capability 9.0.
+inline bool deviceHasPdl() {
+    return cachedDeviceAttribute<cudaDevAttrComputeCapabilityMajor>() >= 9;
 }
 
 // Launches kernel<<<grid, block, 0, stream>>>(args...) with programmatic stream serialization where the device

@@ -9,11 +9,17 @@
 // than `need` equal entries precede it in id order (ties at the threshold go to the lowest ids). When a
 // pass finds need == the whole threshold bucket, finer digits change nothing and the passes stop.
 //
+// A pass costs two block barriers: (1) after the histogram atomics (kWarps / 4 shared copies, zeroed by
+// the thread that reads them, so no zeroing barrier), (2) after the per-digit scan tables; every thread
+// then finds the threshold digit itself from the tables (integer counts, so every thread gets the same
+// state and no broadcast barrier is needed). Warps skip the items where none of their keys is in the
+// bucket, and aggregate with __match_any_sync only when more than a few are.
+//
 // Thread i owns the contiguous ids [i * chunk, (i + 1) * chunk), chunk = ceilDiv(n, kThreads); when
 // chunk <= kItems the keys are read once into registers, else every pass re-reads the row.
 //
 // Scope: BlockScope selects over one CTA's ids. A cluster of CTAs (decode_select.cu, sm_90) splits one row
-// into contiguous id ranges, one per CTA in rank order; its scope adds the CTAs' digit histograms after
+// into contiguous id ranges, one per CTA in rank order; its scope adds the CTAs' digit counts after
 // each pass and offsets each CTA's (greater, equal) counts by those of the lower ranks. Every CTA then
 // holds the same integer totals, takes the same digit decisions and emits its own ids at their row-wide
 // positions: the selected set and positions are those of one CTA over the whole row.
@@ -34,18 +40,21 @@ __device__ __forceinline__ float radixKeyToFloat(uint32_t u) {
     return __uint_as_float((u & 0x80000000u) ? (u & 0x7FFFFFFFu) : ~u);
 }
 
+// Histogram copies: warps w, w + kCopies, ... share copy w % kCopies (4 warps per copy). Fewer copies
+// than warps keep the read-and-zero of the totals short; integer atomics, so the counts are exact.
 template <int kThreads>
 struct RadixSelectSmem {
-    int hist[kThreads / 32][256];
-    int histTotal[256];
-    int2 warpTot[33]; // [32]: the block totals
-    uint32_t prefix;
-    uint32_t mask;
-    int need;
-    int eq;
+    static_assert(kThreads % 256 == 0 && kThreads <= 1024, "the 256 digits are owned by the first 8 warps");
+    static constexpr int kWarps = kThreads / 32;
+    static constexpr int kCopies = kWarps / 4 > 0 ? kWarps / 4 : 1;
+    int hist[kCopies][256];
+    int digitIncl[256]; // position t = 255 - digit: the count of positions <= t within t's warp
+    int digitWarp[8];   // the count of the 32 positions of digit warp w
+    int2 warpTot[33];   // final (greater, equal) counts per warp; [32]: the block totals
 };
 
-// Block-wide exclusive scan of two counters (integers: exact in any order).
+// Block-wide exclusive scan of two counters (integers: exact in any order). warpTot is written again
+// only after the next row's leading barrier: no trailing barrier.
 template <int kThreads>
 __device__ __forceinline__ void blockExclusiveScan2(int a, int c, int& aBefore, int& cBefore, int2& blockTotal,
                                                     int2* warpTot) {
@@ -70,7 +79,7 @@ __device__ __forceinline__ void blockExclusiveScan2(int a, int c, int& aBefore, 
         int2 const v = lane < kWarps ? warpTot[lane] : make_int2(0, 0);
         int xa = v.x, xc = v.y;
 #pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
+        for (int o = 1; o < kWarps; o <<= 1) {
             int const na = __shfl_up_sync(kFull, xa, o);
             int const nc = __shfl_up_sync(kFull, xc, o);
             if (lane >= o) {
@@ -78,6 +87,7 @@ __device__ __forceinline__ void blockExclusiveScan2(int a, int c, int& aBefore, 
                 xc += nc;
             }
         }
+        // Lane l rewrites only the entry it read itself, [32] is read after the barrier: no race.
         if (lane < kWarps) {
             warpTot[lane] = make_int2(xa - v.x, xc - v.y); // exclusive warp offsets
         }
@@ -89,66 +99,76 @@ __device__ __forceinline__ void blockExclusiveScan2(int a, int c, int& aBefore, 
     aBefore = warpTot[warp].x + sa - a;
     cBefore = warpTot[warp].y + sc - c;
     blockTotal = warpTot[32];
-    __syncthreads(); // warpTot may be reused
 }
 
 // One CTA is the whole row: nothing to add.
 struct BlockScope {
-    __device__ __forceinline__ void reduceHist(int* /*histTotal*/, int /*pass*/) const {}
+    // count: this CTA's count of digit 255 - t (t < 256; every thread calls). Returns the row's.
+    __device__ __forceinline__ int reduceDigit(int count, int /*t*/, int /*pass*/) const { return count; }
     __device__ __forceinline__ void reduceCounts(int2 /*blockTotal*/, int& gtOff, int& eqOff) const {
         gtOff = 0;
         eqOff = 0;
     }
 };
 
-// One histogram pass + digit choice. `keyAt(k, valid)` gives the key of the thread's k-th id.
+// The selection state: an entry is in the threshold bucket iff (u & mask) == prefix; need of its entries
+// are still to take; eq its size (-1 before any pass). Every thread holds the same values (the decisions
+// are computed redundantly from the same shared integer totals, so no broadcast barrier is needed).
+struct RadixState {
+    uint32_t prefix;
+    uint32_t mask;
+    int need;
+    int eq;
+};
+
+// One histogram pass + digit choice. `keyAt(k, valid)` gives the key of the thread's k-th id. On entry the
+// histogram copies are zero and no thread reads the digit tables any more (the previous pass's readers
+// passed barrier (1) of this pass before it writes them); on return the copies are zero again.
 template <int kThreads, typename KeyAt, typename Scope>
-__device__ __forceinline__ void radixPass(RadixSelectSmem<kThreads>& sm, int shift, int chunk, KeyAt keyAt,
-                                          Scope const& scope) {
-    constexpr int kWarps = kThreads / 32;
+__device__ __forceinline__ void radixPass(RadixSelectSmem<kThreads>& sm, RadixState& st, int shift, int chunk,
+                                          KeyAt keyAt, Scope const& scope) {
+    constexpr int kCopies = RadixSelectSmem<kThreads>::kCopies;
+    constexpr int kSparse = 4; // at most this many in-keys in a warp: direct atomics (conflicts <= 4-way)
     int const lane = threadIdx.x & 31;
     int const warp = threadIdx.x >> 5;
-    for (int i = threadIdx.x; i < kWarps * 256; i += kThreads) {
-        (&sm.hist[0][0])[i] = 0;
-    }
-    __syncthreads();
-    uint32_t const prefix = sm.prefix;
-    uint32_t const mask = sm.mask;
+    int const t = threadIdx.x; // t < 256: owns digit 255 - t (the counts are taken from the top)
+    uint32_t const prefix = st.prefix;
+    uint32_t const mask = st.mask;
+    int* const hist = sm.hist[warp % kCopies];
     keyAt.forEach(chunk, [&](uint32_t u, bool valid) {
         bool const in = valid && (u & mask) == prefix;
-        uint32_t const digit = (u >> shift) & 255u;
-        // Warp-aggregated histogram: one atomic per distinct digit of the warp.
         unsigned const active = __ballot_sync(kFull, in);
-        if (in) {
-            unsigned const same = __match_any_sync(active, digit);
-            if (lane == __ffs(same) - 1) {
-                atomicAdd(&sm.hist[warp][digit], __popc(same));
-            }
+        if (active == 0u) {
+            return; // warp-uniform: after the first passes most keys are out
+        }
+        uint32_t const digit = (u >> shift) & 255u;
+        // Warp-aggregated histogram: one atomic per distinct digit of the warp (the out-keys form their own
+        // group, 256, and add nothing). With few in-keys the match is skipped: one atomic per in-key.
+        unsigned same = 1u << lane;
+        if (__popc(active) > kSparse) { // warp-uniform
+            same = __match_any_sync(kFull, in ? digit : 256u);
+        }
+        if (in && lane == __ffs(same) - 1) {
+            atomicAdd(&hist[digit], __popc(same));
         }
     });
     bool const barrier = !QSA_MUTANT(20); // mutant: the histogram read races its atomics
     if (barrier) {
-        __syncthreads();
+        __syncthreads(); // (1) every atomic of this pass is done
     }
-    for (int d = threadIdx.x; d < 256; d += kThreads) {
-        int s = 0;
-        for (int w = 0; w < kWarps; ++w) {
-            s += sm.hist[w][d];
-        }
-        sm.histTotal[d] = s;
-    }
-    __syncthreads();
-    scope.reduceHist(sm.histTotal, (24 - shift) / 8); // the row's totals (a cluster adds its CTAs')
-    if (warp == 0) {
-        // Lane l owns digits 255 - 8l - k, k < 8; counts from the top (digit 255 first).
-        int cnt[8];
-        int mine = 0;
+    int count = 0;
+    if (t < 256) {
+        // Read and zero: this thread is the only one touching column 255 - t until barrier (1) of the
+        // next pass, which follows barrier (2) below.
 #pragma unroll
-        for (int k = 0; k < 8; ++k) {
-            cnt[k] = sm.histTotal[255 - 8 * lane - k];
-            mine += cnt[k];
+        for (int c = 0; c < kCopies; ++c) {
+            count += sm.hist[c][255 - t];
+            sm.hist[c][255 - t] = 0;
         }
-        int incl = mine;
+    }
+    count = scope.reduceDigit(count, t, (24 - shift) / 8); // the row's count (a cluster adds its CTAs')
+    if (t < 256) {                                         // warps 0..7 whole: the shuffles are warp-uniform
+        int incl = count;
 #pragma unroll
         for (int o = 1; o < 32; o <<= 1) {
             int const n = __shfl_up_sync(kFull, incl, o);
@@ -156,26 +176,43 @@ __device__ __forceinline__ void radixPass(RadixSelectSmem<kThreads>& sm, int shi
                 incl += n;
             }
         }
-        int above = incl - mine;
-        int const need = sm.need;
-        // Every lane has read sm.need before the one owning lane overwrites it below: without this
-        // barrier the read and the write race under independent thread scheduling (racecheck).
-        __syncwarp(kFull);
-        if (above < need && need <= incl) {
-#pragma unroll
-            for (int k = 0; k < 8; ++k) {
-                if (above < need && need <= above + cnt[k]) {
-                    uint32_t const d = static_cast<uint32_t>(255 - 8 * lane - k);
-                    sm.prefix = prefix | (d << shift);
-                    sm.mask = mask | (255u << shift);
-                    sm.need = need - above;
-                    sm.eq = cnt[k];
-                }
-                above += cnt[k];
-            }
+        sm.digitIncl[t] = incl;
+        if (lane == 31) {
+            sm.digitWarp[warp] = incl;
         }
     }
-    __syncthreads();
+    __syncthreads(); // (2) the digit tables are complete
+    // Every warp: the first position t (from digit 255 down) where the count from the top reaches need,
+    // i.e. above < need <= above + count(t): the first digit warp whose running total reaches need, then
+    // its first lane. need <= the bucket's size, so both exist; the clamps only keep a racing mutant in
+    // bounds.
+    int const need = st.need;
+    int const wv = lane < 8 ? sm.digitWarp[lane] : 0;
+    int wincl = wv;
+#pragma unroll
+    for (int o = 1; o < 8; o <<= 1) {
+        int const n = __shfl_up_sync(kFull, wincl, o);
+        if (lane >= o) {
+            wincl += n;
+        }
+    }
+    unsigned const reachW = __ballot_sync(kFull, lane < 8 && wincl >= need);
+    int const w = reachW != 0u ? __ffs(reachW) - 1 : 7;
+    int const wBefore = __shfl_sync(kFull, wincl - wv, w);
+    int const v = sm.digitIncl[32 * w + lane];
+    int vPrev = __shfl_up_sync(kFull, v, 1);
+    if (lane == 0) {
+        vPrev = 0;
+    }
+    unsigned const reachL = __ballot_sync(kFull, wBefore + v >= need);
+    int const l = reachL != 0u ? __ffs(reachL) - 1 : 31;
+    int const above = wBefore + __shfl_sync(kFull, vPrev, l);
+    int const cnt = __shfl_sync(kFull, v - vPrev, l);
+    uint32_t const d = static_cast<uint32_t>(255 - (32 * w + l));
+    st.prefix = prefix | (d << shift);
+    st.mask = mask | (255u << shift);
+    st.need = need - above;
+    st.eq = cnt;
 }
 
 // Keys from registers (chunk <= kItems).
@@ -212,26 +249,26 @@ struct RowKeys {
 template <int kThreads, typename Keys, typename Emit, typename Scope = BlockScope>
 __device__ __forceinline__ void radixSelectEmit(RadixSelectSmem<kThreads>& sm, Keys const& keys, int n, int kSel,
                                                 int gBegin, int chunk, Emit emit, Scope const& scope = Scope()) {
-    __syncthreads(); // a previous row's readers of sm are done
-    if (threadIdx.x == 0) {
-        sm.prefix = 0u;
-        sm.mask = 0u;
-        sm.need = kSel;
-        sm.eq = -1;
+    // Zero the histogram copies: every earlier access to them (an earlier row's) precedes a barrier this
+    // thread has passed. The barrier then orders the zeros before the atomics and, for the caller, every
+    // reader of a previous row's emitted data before this row's emits.
+    for (int i = threadIdx.x; i < RadixSelectSmem<kThreads>::kCopies * 256; i += kThreads) {
+        (&sm.hist[0][0])[i] = 0;
     }
     __syncthreads();
+    RadixState st{0u, 0u, kSel, -1};
     if (n > kSel) {
         for (int shift = 24; shift >= 0; shift -= 8) {
-            radixPass<kThreads>(sm, shift, chunk, keys, scope);
-            if (sm.need == sm.eq) {
-                break;
+            radixPass<kThreads>(sm, st, shift, chunk, keys, scope);
+            if (st.need == st.eq) {
+                break; // the whole threshold bucket is taken: finer digits change nothing
             }
         }
     }
     // n <= kSel: mask 0, prefix 0, need kSel >= n: every entry is an equal one and all are taken.
-    uint32_t const prefix = sm.prefix;
-    uint32_t const mask = sm.mask;
-    int const need = sm.need;
+    uint32_t const prefix = st.prefix;
+    uint32_t const mask = st.mask;
+    int const need = st.need;
     int nGt = 0, nEq = 0;
     keys.forEach(chunk, [&](uint32_t u, bool valid) {
         uint32_t const m = u & mask;
@@ -246,8 +283,8 @@ __device__ __forceinline__ void radixSelectEmit(RadixSelectSmem<kThreads>& sm, K
     gtBefore += gtOff;
     eqBefore += eqOff;
     int pos = gtBefore + min(eqBefore, need);
-    if (QSA_MUTANT(18) && sm.eq > need) {
-        eqBefore -= sm.eq - need; // the threshold ties taken from the highest ids
+    if (QSA_MUTANT(18) && st.eq > need) {
+        eqBefore -= st.eq - need; // the threshold ties taken from the highest ids
         pos = gtBefore + min(max(eqBefore, 0), need);
     }
     int k = 0;

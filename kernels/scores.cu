@@ -12,6 +12,7 @@
 //
 // Shared memory holds q (one head at a time) and kbar as floats, element d = l + 32 i at float4 slot
 // (l ^ (row & 7)) so that a warp's 4 q rows and 8 k rows hit distinct banks.
+#include <algorithm>
 #include <cfloat>
 
 #include "kernels/qsaCommon.cuh"
@@ -233,7 +234,14 @@ void launchScoresImpl(char const* fn, float* logits, int32_t* ids, T const* qNor
     int64_t const bLast = (rowEnd - 1) / seqLen;
     int64_t const tileStart = bFirst * tilesPerSeq + (rowBegin - bFirst * seqLen) / kTileRows;
     int64_t const tileEnd = bLast * tilesPerSeq + ceilDiv(rowEnd - bLast * seqLen, kTileRows);
-    int64_t const gTiles = ceilDiv(numBlocks, kTileBlocks);
+    int64_t gTiles = ceilDiv(numBlocks, kTileBlocks);
+    if (!writeInvisible) {
+        // Only block tiles that some row of the call can see get a CTA (the others would exit at once):
+        // row t sees blocks g < (t + 1) / 4 at most, and the latest t of the call is its last row when the
+        // call lies within one sequence, else seqLen - 1.
+        int64_t const tMax = bFirst == bLast ? rowEnd - 1 - bFirst * seqLen : seqLen - 1;
+        gTiles = std::max<int64_t>(1, std::min(gTiles, ceilDiv((tMax + 1) / 4, kTileBlocks)));
+    }
     int64_t const tiles = tileEnd - tileStart;
     if (tiles > 0x7FFFFFFF) {
         fail(fn, "too many rows in one call: ", rowEnd - rowBegin);
