@@ -1,6 +1,9 @@
 // The public API of CONTRACT.md section 2 over HOST memory (the "stream" is ignored: every call is
 // synchronous): the argument checks of section 2, the workspace sizes and slot layout of section 6, then
-// the pipelines of stages.h. cuda_runtime.h is included for the types only; no cudart is linked.
+// the pipelines of stages.h. The CUDA headers give the types only; no cudart is linked.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
@@ -9,10 +12,6 @@
 #include "kernels/qsaIndexerRunner.h"
 #include "oracle/plants.h"
 #include "oracle/stages.h"
-
-// CUDA's 2-byte types, declared only: T is passed through pointers as bit patterns.
-struct __half;
-struct __nv_bfloat16;
 
 namespace trt_edgellm {
 namespace kernel {
@@ -82,15 +81,13 @@ public:
                  " exceeds poolState.poolHeadDim = " + std::to_string(s.poolHeadDim));
         }
         positive(s.maxPagesPerSeq, "poolState.maxPagesPerSeq");
-        qsa::oracle::Pool p;
-        p.data = static_cast<uint16_t*>(s.poolPtr);
-        p.pageTable = s.pageTable;
-        p.maxPagesPerSeq = s.maxPagesPerSeq;
-        p.numPages = s.numPages;
-        p.numKVHeads = s.numKVHeads;
-        p.poolHeadDim = s.poolHeadDim;
-        p.headSize = s.headSize;
-        return p;
+        return qsa::oracle::Pool{static_cast<uint16_t*>(s.poolPtr),
+                                 s.pageTable,
+                                 s.maxPagesPerSeq,
+                                 s.numPages,
+                                 s.numKVHeads,
+                                 s.poolHeadDim,
+                                 s.headSize};
     }
 
 private:

@@ -1,4 +1,4 @@
-"""The planted bugs of oracle/plants.h re-run as expected-failure tests (issue 13, item 5).
+"""The planted bugs of oracle/plants.h re-run as expected-failure tests.
 
 For each entry of PLANTS: a copy of the oracle built with -DQSA_PLANT=<plant>, the property binary of
 //properties:<binary>_lib linked against it, and a test that passes ONLY when that binary, run with

@@ -6,9 +6,10 @@
 #include "reference/numerics.h"
 #include "reference/qsaReference.h"
 #include "reference/stages.h"
+#include "testing/inputs.h"
+#include "testing/rng.h"
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -37,24 +38,11 @@ PrefillCase makeCase(int32_t S) {
     c.contextLengths = {S};
     c.keepLogits = false;
     c.indexQk.resize(static_cast<size_t>(S) * kQkWidth);
-    uint32_t x = 2463534242u;
-    auto next = [&]() { // xorshift32 -> uniform in [-1, 1)
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        return static_cast<float>(x) * (2.0f / 4294967296.0f) - 1.0f;
-    };
+    qsa::testlib::Rng rng(2463534242u);
     for (auto& v : c.indexQk) {
-        v = floatToBf16(next());
+        v = floatToBf16(rng.uniform(-1.0f, 1.0f));
     }
-    c.cosSin.resize(static_cast<size_t>(S) * 64);
-    for (int32_t p = 0; p < S; ++p) {
-        for (int i = 0; i < 32; ++i) {
-            double const th = p * std::pow(10000.0, -i / 32.0);
-            c.cosSin[p * 64 + i] = static_cast<float>(std::cos(th));
-            c.cosSin[p * 64 + 32 + i] = static_cast<float>(std::sin(th));
-        }
-    }
+    c.cosSin = qsa::testlib::ropeTable(10000.0, S);
     c.wQ.assign(128, floatToBf16(0.05f));
     c.wK.assign(128, floatToBf16(-0.05f));
     return c;

@@ -19,113 +19,126 @@
 #include "reference/numerics.h"
 #include "reference/qsaReference.h"
 #include "reference/stages.h"
-#include "reference/testutil.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
+#include <numeric>
 
 namespace qsa {
 namespace ref {
 namespace {
 
-using test::kHalfMinusOne;
-using test::kHalfNaN;
-using test::kHalfOne;
-using test::rowOf;
-using test::rowVec;
-
+constexpr uint16_t kHalfOne = 0x3C00;
+constexpr uint16_t kHalfMinusOne = 0xBC00;
+constexpr uint16_t kHalfNaN = 0x7E00;
 constexpr uint32_t kLogit128 = 0x423504F3u; // (N3) dot = 128 on every head
 constexpr uint32_t kLogit64 = 0x41B504F3u;  // (N3) dot = 64 on every head
+uint32_t const kMinusFltMax = floatBits(-FLT_MAX);
+
+// cosSin [rows, 64] with cos = 1, sin = 0 everywhere (rope is the identity).
+std::vector<float> identityCosSin(int32_t rows) {
+    std::vector<float> cs(static_cast<size_t>(rows) * 64, 0.0f);
+    for (int32_t p = 0; p < rows; ++p) {
+        std::fill_n(cs.begin() + p * 64, 32, 1.0f);
+    }
+    return cs;
+}
+
+// A prefill case with every input element set to `fill` bits, zero gammas, rmsEps = 0, cos = 1, sin = 0.
+PrefillCase blankPrefill(DType dt, int32_t batchSize, int32_t seqLen, std::vector<int32_t> ctx, uint16_t fill) {
+    PrefillCase c;
+    c.dtype = dt;
+    c.batchSize = batchSize;
+    c.seqLen = seqLen;
+    c.indexQk.assign(static_cast<size_t>(batchSize) * seqLen * kQkWidth, fill);
+    c.cosSin = identityCosSin(seqLen);
+    c.contextLengths = std::move(ctx);
+    c.wQ.assign(128, 0);
+    c.wK.assign(128, 0);
+    c.rmsEps = 0.0f;
+    return c;
+}
+
+uint16_t* qkRow(PrefillCase& c, int32_t b, int32_t t) {
+    return c.indexQk.data() + (static_cast<size_t>(b) * c.seqLen + t) * kQkWidth;
+}
+
+// The expected row: `prefix` then -1 up to 2051.
+std::vector<int32_t> rowOf(std::vector<int32_t> prefix) {
+    prefix.resize(kIndexWidth, -1);
+    return prefix;
+}
+
+std::vector<int32_t> rowVec(std::vector<int32_t> const& outIdx, int64_t r) {
+    return std::vector<int32_t>(outIdx.begin() + r * kIndexWidth, outIdx.begin() + (r + 1) * kIndexWidth);
+}
+
+// The first of the n elements of v from `begin` that is not `want`, or -1.
+int64_t firstNot(std::vector<uint16_t> const& v, size_t begin, size_t n, uint16_t want) {
+    auto const it = std::find_if(v.begin() + begin, v.begin() + begin + n, [&](uint16_t x) { return x != want; });
+    return it == v.begin() + begin + n ? -1 : it - (v.begin() + begin);
+}
 
 void setQ(PrefillCase& c, int32_t b, int32_t t, uint16_t v) {
-    uint16_t* row = test::qkRow(c, b, t);
-    for (int e = 0; e < 512; ++e) {
-        row[e] = v;
-    }
+    std::fill_n(qkRow(c, b, t), 512, v);
 }
 
-void setKPatternA(PrefillCase& c, int32_t b, int32_t t) {
-    uint16_t* k = test::qkRow(c, b, t) + 512;
-    for (int d = 0; d < 128; ++d) {
-        k[d] = d < 64 ? kHalfMinusOne : kHalfOne;
-    }
-}
-
-void setKAll(PrefillCase& c, int32_t b, int32_t t, uint16_t v) {
-    uint16_t* k = test::qkRow(c, b, t) + 512;
-    for (int d = 0; d < 128; ++d) {
-        k[d] = v;
-    }
+// Raw k of row (b, t): dims [0, 64) = lo, [64, 128) = hi (lo = -1, hi = +1: pattern A).
+void setK(PrefillCase& c, int32_t b, int32_t t, uint16_t lo, uint16_t hi) {
+    std::fill_n(qkRow(c, b, t) + 512, 64, lo);
+    std::fill_n(qkRow(c, b, t) + 576, 64, hi);
 }
 
 // B = 7 sequences of S = 8 with ctx = 0, 1, 3, 4, 5, 7, 8. Real rows (t < ctx): q = +1; block 0's tokens
 // have k = pattern A, block 1's tokens k = +1. Every row t >= ctx is NaN (0x7E00) everywhere: padded inputs
 // must never be read.
+std::vector<int32_t> const kCtx = {0, 1, 3, 4, 5, 7, 8};
+
 PrefillCase contextLengthsCase() {
-    std::vector<int32_t> const ctx = {0, 1, 3, 4, 5, 7, 8};
-    PrefillCase c = test::blankPrefill(DType::kHalf, 7, 8, ctx, kHalfNaN);
+    PrefillCase c = blankPrefill(DType::kHalf, 7, 8, kCtx, kHalfNaN);
     for (int32_t b = 0; b < 7; ++b) {
-        for (int32_t t = 0; t < ctx[b]; ++t) {
+        for (int32_t t = 0; t < kCtx[b]; ++t) {
             setQ(c, b, t, kHalfOne);
-            if (t < 4) {
-                setKPatternA(c, b, t);
-            } else {
-                setKAll(c, b, t, kHalfOne);
-            }
+            setK(c, b, t, t < 4 ? kHalfMinusOne : kHalfOne, kHalfOne);
         }
     }
     return c;
 }
 
-// Expected row t of a sequence with t < ctx in contextLengthsCase (contract K4): nVis = (t + 1) / 4,
-// tail = (t + 1) % 4.
-std::vector<int32_t> expectedRow(int32_t t) {
-    switch (t) {
-    case 0:
-        return rowOf({0}); // nVis 0, tail 1: token 4*0 + 0
-    case 1:
-        return rowOf({0, 1}); // nVis 0, tail 2
-    case 2:
-        return rowOf({0, 1, 2}); // nVis 0, tail 3
-    case 3:
-        return rowOf({0, 1, 2, 3}); // nVis 1 (block 0), tail 0
-    case 4:
-        return rowOf({0, 1, 2, 3, 4}); // block 0, tail 1: 4*1 + 0
-    case 5:
-        return rowOf({0, 1, 2, 3, 4, 5}); // block 0, tail 2
-    case 6:
-        return rowOf({0, 1, 2, 3, 4, 5, 6});
-    // nVis 2: block 1 (logit 0x423504F3) before block 0 (+0.0), tail 0.
-    case 7:
-        return rowOf({4, 5, 6, 7, 0, 1, 2, 3});
-    default:
+// Expected row (b, t) of contextLengthsCase (contract K4): nVis = (t + 1) / 4, tail = (t + 1) % 4. Padded
+// rows (t >= ctx, all of ctx = 0) are all -1. Rows t < 7 see at most block 0: block 0 (if visible) then
+// the tail, that is tokens 0..t in order. Row 7: nVis 2, block 1 (logit 0x423504F3) before block 0 (+0.0).
+std::vector<int32_t> expectedRow(int32_t b, int32_t t) {
+    if (t >= kCtx[b]) {
         return rowOf({});
     }
+    if (t == 7) {
+        return rowOf({4, 5, 6, 7, 0, 1, 2, 3});
+    }
+    std::vector<int32_t> tokens(t + 1);
+    std::iota(tokens.begin(), tokens.end(), 0);
+    return rowOf(tokens);
 }
 
 void checkContextLengthsResult(PrefillResult const& r) {
-    std::vector<int32_t> const ctx = {0, 1, 3, 4, 5, 7, 8};
     for (int32_t b = 0; b < 7; ++b) {
         for (int32_t t = 0; t < 8; ++t) {
             int64_t const row = b * 8 + t;
-            // Padded rows (t >= ctx, all of ctx = 0) are all -1.
-            std::vector<int32_t> const want = t < ctx[b] ? expectedRow(t) : rowOf({});
-            EXPECT_EQ(rowVec(r.outIdx, row), want) << "b=" << b << " ctx=" << ctx[b] << " t=" << t;
+            EXPECT_EQ(rowVec(r.outIdx, row), expectedRow(b, t)) << "b=" << b << " ctx=" << kCtx[b] << " t=" << t;
             // qNormed: (N1) +1 for real rows; exact zeros for padded rows.
-            for (int e = 0; e < 512; ++e) {
-                ASSERT_EQ(r.qNormed[row * 512 + e], t < ctx[b] ? kHalfOne : 0) << "b=" << b << " t=" << t;
-            }
+            EXPECT_EQ(firstNot(r.qNormed, row * 512, 512, t < kCtx[b] ? kHalfOne : 0), -1) << "b=" << b << " t=" << t;
             // logits [B*S, 2]: (A) block 0 = +0.0, (N3) block 1 = 0x423504F3; invisible / padded -FLT_MAX.
-            int32_t const nVis = t < ctx[b] ? (t + 1) / 4 : 0;
-            EXPECT_EQ(test::bitsOfFloat(r.logits[row * 2 + 0]), nVis > 0 ? 0u : test::bitsOfFloat(-FLT_MAX));
-            EXPECT_EQ(test::bitsOfFloat(r.logits[row * 2 + 1]), nVis > 1 ? kLogit128 : test::bitsOfFloat(-FLT_MAX));
+            int32_t const nVis = t < kCtx[b] ? (t + 1) / 4 : 0;
+            EXPECT_EQ(floatBits(r.logits[row * 2 + 0]), nVis > 0 ? 0u : kMinusFltMax);
+            EXPECT_EQ(floatBits(r.logits[row * 2 + 1]), nVis > 1 ? kLogit128 : kMinusFltMax);
         }
         // kbar: block 0 valid iff 3 < ctx: (N2)+(N1) pattern A; block 1 valid iff 7 < ctx: +1. Else zeros.
         for (int d = 0; d < 128; ++d) {
             uint16_t const a = d < 64 ? kHalfMinusOne : kHalfOne;
-            EXPECT_EQ(r.kbar[(b * 2 + 0) * 128 + d], ctx[b] >= 4 ? a : 0) << "b=" << b << " d=" << d;
-            EXPECT_EQ(r.kbar[(b * 2 + 1) * 128 + d], ctx[b] >= 8 ? kHalfOne : 0) << "b=" << b << " d=" << d;
+            EXPECT_EQ(r.kbar[(b * 2 + 0) * 128 + d], kCtx[b] >= 4 ? a : 0) << "b=" << b << " d=" << d;
+            EXPECT_EQ(r.kbar[(b * 2 + 1) * 128 + d], kCtx[b] >= 8 ? kHalfOne : 0) << "b=" << b << " d=" << d;
         }
     }
 }
@@ -143,21 +156,19 @@ TEST(GoldenPrefill, ContextLengthsRowSubset) {
     PrefillCase const c = contextLengthsCase();
     std::vector<int64_t> rows = {55, 0, 47, 54, 30, 31, 6, 7, 13};
     std::vector<int32_t> const out = runPrefillRows(c, rows);
-    std::vector<int32_t> const ctx = {0, 1, 3, 4, 5, 7, 8};
     for (size_t i = 0; i < rows.size(); ++i) {
         int32_t const b = static_cast<int32_t>(rows[i] / 8);
-        int32_t const t = static_cast<int32_t>(rows[i] % 8);
-        EXPECT_EQ(rowVec(out, static_cast<int64_t>(i)), t < ctx[b] ? expectedRow(t) : rowOf({})) << rows[i];
+        EXPECT_EQ(rowVec(out, static_cast<int64_t>(i)), expectedRow(b, rows[i] % 8)) << rows[i];
     }
 }
 
 TEST(GoldenPrefill, TiesByAscendingBlockId) {
     // S = ctx = 16, q = +1. Blocks 0 and 2: pattern A (logit +0.0); blocks 1 and 3: +1 (logit 0x423504F3).
     // Row 15: nVis 4, tail 0. Logit descending, equal logits by ascending id: 1, 3, then 0, 2.
-    PrefillCase c = test::blankPrefill(DType::kHalf, 1, 16, {16}, kHalfOne);
+    PrefillCase c = blankPrefill(DType::kHalf, 1, 16, {16}, kHalfOne);
     for (int32_t t = 0; t < 16; ++t) {
         if ((t / 4) % 2 == 0) {
-            setKPatternA(c, 0, t);
+            setK(c, 0, t, kHalfMinusOne, kHalfOne);
         }
     }
     PrefillResult const r = runPrefill(c);
@@ -175,11 +186,9 @@ TEST(GoldenPrefill, RopeRotatesFirst64Dims) {
     // o[d] = 1 for d >= 64. The query row 4 (pos 4) gets the same vector; rows at other positions stay +1.
     // Row 7 (q all +1) against block 1: per lane -1 + 1 + 1 + 1 = 2, dot = 64 -> logit 0x41B504F3 (N3);
     // against block 0 (all +1, pos 0): dot 128 -> 0x423504F3. Row 7 order: block 0, then block 1.
-    PrefillCase c = test::blankPrefill(DType::kHalf, 1, 8, {8}, kHalfOne);
-    for (int i = 0; i < 32; ++i) {
-        c.cosSin[4 * 64 + i] = 0.0f;
-        c.cosSin[4 * 64 + 32 + i] = 1.0f;
-    }
+    PrefillCase c = blankPrefill(DType::kHalf, 1, 8, {8}, kHalfOne);
+    std::fill_n(c.cosSin.begin() + 4 * 64, 32, 0.0f);
+    std::fill_n(c.cosSin.begin() + 4 * 64 + 32, 32, 1.0f);
     PrefillResult const r = runPrefill(c);
     for (int d = 0; d < 128; ++d) {
         uint16_t const rotated = d < 32 ? kHalfMinusOne : kHalfOne;
@@ -190,8 +199,8 @@ TEST(GoldenPrefill, RopeRotatesFirst64Dims) {
             EXPECT_EQ(r.qNormed[(7 * 4 + h) * 128 + d], kHalfOne) << d;
         }
     }
-    EXPECT_EQ(test::bitsOfFloat(r.logits[7 * 2 + 0]), kLogit128);
-    EXPECT_EQ(test::bitsOfFloat(r.logits[7 * 2 + 1]), kLogit64);
+    EXPECT_EQ(floatBits(r.logits[7 * 2 + 0]), kLogit128);
+    EXPECT_EQ(floatBits(r.logits[7 * 2 + 1]), kLogit64);
     EXPECT_EQ(rowVec(r.outIdx, 7), rowOf({0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
@@ -207,16 +216,14 @@ TEST(GoldenPrefill, BlockMeanIsCastToTBeforeNormRope) {
     // Other dims: 1 * inv = 1 - 2^-17 -> half 1 (0x3C00).
     // Without the mean's cast: m0 = 1 + 2^-11 + 2^-20 gives v = 1 + 2^-17, inv = 1 - 2^-18 and y0 ~ 1 + 2^-11
     // + 2^-20 - 2^-18 < 1 + 2^-11: the cast would give 0x3C00.
-    PrefillCase c = test::blankPrefill(DType::kHalf, 1, 4, {4}, kHalfOne);
+    PrefillCase c = blankPrefill(DType::kHalf, 1, 4, {4}, kHalfOne);
     uint16_t const dim0[4] = {0x4400, 0x1800, 0x0040, 0x0000};
     for (int32_t t = 0; t < 4; ++t) {
-        test::qkRow(c, 0, t)[512] = dim0[t];
+        qkRow(c, 0, t)[512] = dim0[t];
     }
     PrefillResult const r = runPrefill(c);
     EXPECT_EQ(r.kbar[0], 0x3C01);
-    for (int d = 1; d < 128; ++d) {
-        EXPECT_EQ(r.kbar[d], kHalfOne) << d;
-    }
+    EXPECT_EQ(firstNot(r.kbar, 1, 127, kHalfOne), -1);
 }
 
 TEST(GoldenPrefill, SumOfSquaresFmaChainSeenThroughBf16Subnormals) {
@@ -228,7 +235,7 @@ TEST(GoldenPrefill, SumOfSquaresFmaChainSeenThroughBf16Subnormals) {
     // b -> 1.5 (0x3FC0), 0 -> +0; rope with c = 1, s = 0 keeps them.
     // (A product then a sum rounds b^2 = 4.5u to 4u (tie -> even) and gives 5u per lane, s = 160u,
     // v = RN(1.25u) = u, inv = 2^74.5: every nonzero output would differ.)
-    PrefillCase c = test::blankPrefill(DType::kBf16, 1, 1, {1}, 0x0000);
+    PrefillCase c = blankPrefill(DType::kBf16, 1, 1, {1}, 0x0000);
     for (int e = 0; e < 512; ++e) {
         c.indexQk[e] = e % 4 == 2 ? 0x1A40 : (e % 4 == 3 ? 0x1AC0 : 0x0000);
     }
@@ -245,14 +252,12 @@ TEST(GoldenScores, NegativeZeroDotGivesPositiveZeroLogit) {
     // and fma(q, k, -0) = -0.0 again; the butterfly adds -0 + -0 = -0: dot = -0.0 on every head.
     // relu(-0.0) = +0.0, so logit = (((+0 + +0) + +0) + +0) * c = +0.0 (bits 0). Rows 0..2: nVis 0.
     std::vector<uint16_t> q(4 * 512, 0);
-    for (int e = 0; e < 512; ++e) {
-        q[3 * 512 + e] = 0x9A00;
-    }
+    std::fill_n(q.begin() + 3 * 512, 512, 0x9A00);
     std::vector<uint16_t> kbar(128, 0x1A00);
     std::vector<float> logits(4, 1.0f);
     int32_t const ctx = 4;
     scores(DType::kBf16, logits.data(), q.data(), kbar.data(), &ctx, 1, 4, 0, 4);
-    EXPECT_EQ(test::bitsOfFloat(logits[3]), 0u);
+    EXPECT_EQ(floatBits(logits[3]), 0u);
     for (int t = 0; t < 3; ++t) {
         EXPECT_EQ(logits[t], -FLT_MAX);
     }
@@ -261,7 +266,7 @@ TEST(GoldenScores, NegativeZeroDotGivesPositiveZeroLogit) {
 // ---- decode -------------------------------------------------------------------------------------------
 
 // Pool: numPages 4, 1 KV head, poolHeadDim 256, headSize 128 (tail columns [128, 256)), maxPagesPerSeq 1.
-// Sequence b uses K page b and V page 2 + b (numPages = 2 for 2 sequences... here 4 pages, 3 sequences).
+// Sequence b (b < 4) uses K page b and V page 4 + b.
 HostPool smallPool(int32_t batchSize) {
     HostPool p;
     p.dims.numPages = 4;
@@ -282,6 +287,12 @@ size_t cell(int32_t page, int32_t row, int32_t col) {
     return (static_cast<size_t>(page) * 128 + row) * 256 + col;
 }
 
+// The tail (columns [128, 256)) of pool row `row` of `page`: dims [0, 64) = lo, [64, 128) = hi.
+void setTail(std::vector<uint16_t>& data, int32_t page, int32_t row, uint16_t lo, uint16_t hi) {
+    std::fill_n(data.begin() + cell(page, row, 128), 64, lo);
+    std::fill_n(data.begin() + cell(page, row, 192), 64, hi);
+}
+
 // A half decode case: q = k = +1 in every row, cos 1 / sin 0 over `ropeRows` positions, zero gammas (1 + w = 1),
 // eps 0, one page per plane per sequence (smallPool).
 DecodeCase onesDecode(std::vector<int32_t> const& ctx, int32_t maxBlocks, int32_t ropeRows) {
@@ -290,7 +301,7 @@ DecodeCase onesDecode(std::vector<int32_t> const& ctx, int32_t maxBlocks, int32_
     c.batchSize = static_cast<int32_t>(ctx.size());
     c.maxBlocks = maxBlocks;
     c.indexQk.assign(ctx.size() * 640, kHalfOne);
-    c.cosSin = test::uniformCosSin(ropeRows, 1.0f, 0.0f);
+    c.cosSin = identityCosSin(ropeRows);
     c.contextLengths = ctx;
     c.wQ.assign(128, 0);
     c.wK.assign(128, 0);
@@ -308,19 +319,13 @@ TEST(GoldenDecode, OneStepThreeSequences) {
     //     holds pattern A: logit +0.0 (A); tail 1 -> [0, 1, 2, 3, 4].
     // b3: ctx 0: invalid: zero qNormed, all -1, no pool cell, no logit.
     DecodeCase c = onesDecode({1, 4, 5, 0}, 2, 5);
-    for (int e = 0; e < 640; ++e) {
-        c.indexQk[3 * 640 + e] = kHalfNaN; // the invalid row is never read
-    }
-    c.pool.pageTable[3 * 2 + 0] = -1; // b3 has no pages
+    std::fill_n(c.indexQk.begin() + 3 * 640, 640, kHalfNaN); // the invalid row is never read
+    c.pool.pageTable[3 * 2 + 0] = -1;                        // b3 has no pages
     c.pool.pageTable[3 * 2 + 1] = -1;
     for (int32_t t = 0; t < 3; ++t) {
-        for (int d = 0; d < 128; ++d) {
-            c.pool.data[cell(1, t, 128 + d)] = kHalfOne; // b1's K-tails of tokens 0..2
-        }
+        setTail(c.pool.data, 1, t, kHalfOne, kHalfOne); // b1's K-tails of tokens 0..2
     }
-    for (int d = 0; d < 128; ++d) {
-        c.pool.data[cell(4 + 2, 0, 128 + d)] = d < 64 ? kHalfMinusOne : kHalfOne; // b2's V-tail of block 0
-    }
+    setTail(c.pool.data, 4 + 2, 0, kHalfMinusOne, kHalfOne); // b2's V-tail of block 0: pattern A
     c.hasSplitCounters = true;
     c.splitCounters = {7, 7, 7, 7}; // [B, numKVHeads = 1]
     DecodeResult const r = runDecode(c);
@@ -329,24 +334,20 @@ TEST(GoldenDecode, OneStepThreeSequences) {
     EXPECT_EQ(rowVec(r.outIdx, 2), rowOf({0, 1, 2, 3, 4}));
     EXPECT_EQ(rowVec(r.outIdx, 3), rowOf({}));
     EXPECT_EQ(r.splitCountersAfter, std::vector<int32_t>({0, 0, 0, 0}));
-    EXPECT_EQ(test::bitsOfFloat(r.logits[1 * 2 + 0]), kLogit128);
-    EXPECT_EQ(test::bitsOfFloat(r.logits[2 * 2 + 0]), 0u);
+    EXPECT_EQ(floatBits(r.logits[1 * 2 + 0]), kLogit128);
+    EXPECT_EQ(floatBits(r.logits[2 * 2 + 0]), 0u);
     for (int32_t b = 0; b < 4; ++b) {
         EXPECT_EQ(r.logits[b * 2 + 1], -FLT_MAX); // beyond the valid prefix
-        for (int e = 0; e < 512; ++e) {
-            ASSERT_EQ(r.qNormed[b * 512 + e], b < 3 ? kHalfOne : 0);
-        }
+        EXPECT_EQ(firstNot(r.qNormed, b * 512, 512, b < 3 ? kHalfOne : 0), -1) << "b=" << b;
     }
     EXPECT_EQ(r.logits[0], -FLT_MAX);
     EXPECT_EQ(r.logits[3 * 2], -FLT_MAX);
     // Pool: exactly these cells changed: b0's K-tail of token 0 (page 0 row 0), b1's V-tail of token 0
     // (page 5 row 0, +1 bits), b2's K-tail of token 4 (page 2 row 4).
     std::vector<uint16_t> want = c.pool.data;
-    for (int d = 0; d < 128; ++d) {
-        want[cell(0, 0, 128 + d)] = kHalfOne;
-        want[cell(5, 0, 128 + d)] = kHalfOne;
-        want[cell(2, 4, 128 + d)] = kHalfOne;
-    }
+    setTail(want, 0, 0, kHalfOne, kHalfOne);
+    setTail(want, 5, 0, kHalfOne, kHalfOne);
+    setTail(want, 2, 4, kHalfOne, kHalfOne);
     EXPECT_TRUE(r.poolAfter == want);
 }
 
@@ -357,7 +358,7 @@ TEST(GoldenDecode, DroppedVTailWriteReadsZero) {
     DecodeCase c = onesDecode({4}, 1, 4);
     c.pool.pageTable[1] = -1;
     DecodeResult const r = runDecode(c);
-    EXPECT_EQ(test::bitsOfFloat(r.logits[0]), 0u);
+    EXPECT_EQ(floatBits(r.logits[0]), 0u);
     EXPECT_EQ(rowVec(r.outIdx, 0), rowOf({0, 1, 2, 3}));
     EXPECT_TRUE(r.poolAfter == c.pool.data);
     EXPECT_TRUE(r.splitCountersAfter.empty());
@@ -367,15 +368,13 @@ TEST(GoldenDecode, NegativeZeroDotGivesPositiveZeroLogitInB2) {
     // B2 alone, bf16, ctx 4: qNormed = -2^-75 (0x9A00), the V-tail of token 0 = 2^-75 (0x1A00): as in
     // GoldenScores.NegativeZeroDotGivesPositiveZeroLogit every dot is -0.0 and the logit is +0.0 (bits 0).
     HostPool p = smallPool(1);
-    for (int d = 0; d < 128; ++d) {
-        p.data[cell(4, 0, 128 + d)] = 0x1A00;
-    }
+    setTail(p.data, 4, 0, 0x1A00, 0x1A00);
     std::vector<uint16_t> q(512, 0x9A00);
     std::vector<float> logits(2, 7.0f);
     int32_t const ctx = 4;
     PoolView const view{p.data.data(), p.pageTable.data(), p.dims};
     decodeScores(DType::kBf16, logits.data(), q.data(), &ctx, view, 1, 2);
-    EXPECT_EQ(test::bitsOfFloat(logits[0]), 0u);
+    EXPECT_EQ(floatBits(logits[0]), 0u);
     EXPECT_EQ(logits[1], 7.0f); // only the valid prefix ctx / 4 = 1 is written
 }
 
@@ -390,33 +389,25 @@ TEST(GoldenDecode, ValidityByFloorOfCtxOver4) {
     // b2: ctx 8: 8 / 4 = 2 == maxBlocks + 1: invalid: zero qNormed, all -1, no logit, no pool cell (the
     //     block it would complete, 1, has no logits column); its NaN input changes nothing.
     DecodeCase c = onesDecode({5, 7, 8}, 1, 8);
-    for (int e = 0; e < 640; ++e) {
-        c.indexQk[2 * 640 + e] = kHalfNaN;
-    }
-    for (int d = 0; d < 128; ++d) {
-        c.pool.data[cell(4 + 0, 0, 128 + d)] = kHalfOne;                          // b0's V-tail of block 0
-        c.pool.data[cell(4 + 1, 0, 128 + d)] = d < 64 ? kHalfMinusOne : kHalfOne; // b1's: pattern A
-        for (int32_t t = 4; t < 7; ++t) {
-            c.pool.data[cell(2, t, 128 + d)] = kHalfOne; // b2's K-tails of tokens 4..6 (never read)
-        }
+    std::fill_n(c.indexQk.begin() + 2 * 640, 640, kHalfNaN);
+    setTail(c.pool.data, 4 + 0, 0, kHalfOne, kHalfOne);      // b0's V-tail of block 0
+    setTail(c.pool.data, 4 + 1, 0, kHalfMinusOne, kHalfOne); // b1's: pattern A
+    for (int32_t t = 4; t < 7; ++t) {
+        setTail(c.pool.data, 2, t, kHalfOne, kHalfOne); // b2's K-tails of tokens 4..6 (never read)
     }
     DecodeResult const r = runDecode(c);
     EXPECT_EQ(rowVec(r.outIdx, 0), rowOf({0, 1, 2, 3, 4}));
     EXPECT_EQ(rowVec(r.outIdx, 1), rowOf({0, 1, 2, 3, 4, 5, 6}));
     EXPECT_EQ(rowVec(r.outIdx, 2), rowOf({}));
-    EXPECT_EQ(test::bitsOfFloat(r.logits[0]), kLogit128);
-    EXPECT_EQ(test::bitsOfFloat(r.logits[1]), 0u);
+    EXPECT_EQ(floatBits(r.logits[0]), kLogit128);
+    EXPECT_EQ(floatBits(r.logits[1]), 0u);
     EXPECT_EQ(r.logits[2], -FLT_MAX); // no logit for the invalid row
     for (int32_t b = 0; b < 3; ++b) {
-        for (int e = 0; e < 512; ++e) {
-            ASSERT_EQ(r.qNormed[b * 512 + e], b < 2 ? kHalfOne : 0) << "b=" << b << " e=" << e;
-        }
+        EXPECT_EQ(firstNot(r.qNormed, b * 512, 512, b < 2 ? kHalfOne : 0), -1) << "b=" << b;
     }
     std::vector<uint16_t> want = c.pool.data;
-    for (int d = 0; d < 128; ++d) {
-        want[cell(0, 4, 128 + d)] = kHalfOne;
-        want[cell(1, 6, 128 + d)] = kHalfOne;
-    }
+    setTail(want, 0, 4, kHalfOne, kHalfOne);
+    setTail(want, 1, 6, kHalfOne, kHalfOne);
     EXPECT_TRUE(r.poolAfter == want);
 }
 
@@ -426,18 +417,8 @@ TEST(GoldenDecode, RowBeyondMaxBlocksIsInvalid) {
     DecodeResult const r = runDecode(c);
     EXPECT_EQ(rowVec(r.outIdx, 0), rowOf({}));
     EXPECT_TRUE(r.poolAfter == c.pool.data);
-    for (int e = 0; e < 512; ++e) {
-        ASSERT_EQ(r.qNormed[e], 0);
-    }
+    EXPECT_EQ(firstNot(r.qNormed, 0, 512, 0), -1);
 }
-
-} // namespace
-} // namespace ref
-} // namespace qsa
-
-namespace qsa {
-namespace ref {
-namespace {
 
 TEST(GoldenWorkspace, PrefillSlotsPaddedTo128Bytes) {
     // B = 1, S = 8: MB = 2. qNormed 1*8*4*128 T = 8192 bytes; kbar 1*2*128 T = 512; the four sort slots hold

@@ -28,10 +28,28 @@ void fail(char const* fn, std::string const& msg) {
     throw std::runtime_error(std::string(fn) + ": " + msg);
 }
 
+void checkPositive(char const* fn, char const* name, int64_t v) {
+    if (v <= 0) {
+        fail(fn, std::string(name) + " = " + std::to_string(v) + " must be > 0");
+    }
+}
+
+// Both counts > 0, or one message naming both.
+void checkPositive(char const* fn, char const* nameA, int64_t a, char const* nameB, int64_t b) {
+    if (a <= 0 || b <= 0) {
+        fail(fn, std::string(nameA) + " = " + std::to_string(a) + ", " + nameB + " = " + std::to_string(b) +
+                     " must be > 0");
+    }
+}
+
 void checkSize(char const* fn, char const* what, size_t got, size_t want) {
     if (got != want) {
         fail(fn, std::string(what) + " has " + std::to_string(got) + " elements, expected " + std::to_string(want));
     }
+}
+
+size_t alignUp(size_t x) {
+    return (x + 127) / 128 * 128;
 }
 
 int32_t numBlocksOf(int32_t seqLen) {
@@ -39,12 +57,8 @@ int32_t numBlocksOf(int32_t seqLen) {
 }
 
 void checkPrefillCase(char const* fn, PrefillCase const& c) {
-    if (c.batchSize <= 0) {
-        fail(fn, "batchSize = " + std::to_string(c.batchSize) + " must be > 0");
-    }
-    if (c.seqLen <= 0) {
-        fail(fn, "seqLen = " + std::to_string(c.seqLen) + " must be > 0");
-    }
+    checkPositive(fn, "batchSize", c.batchSize);
+    checkPositive(fn, "seqLen", c.seqLen);
     size_t const rows = static_cast<size_t>(c.batchSize) * c.seqLen;
     checkSize(fn, "indexQk", c.indexQk.size(), rows * kQkWidth);
     checkSize(fn, "contextLengths", c.contextLengths.size(), static_cast<size_t>(c.batchSize));
@@ -209,12 +223,8 @@ DecodeResult runDecode(DecodeCase const& c, int numThreads) {
     char const* fn = "runDecode";
     (void)numThreads; // decode rows are cheap; the stages parallelize internally
     FpEnvGuard guard;
-    if (c.batchSize <= 0) {
-        fail(fn, "batchSize = " + std::to_string(c.batchSize) + " must be > 0");
-    }
-    if (c.maxBlocks <= 0) {
-        fail(fn, "maxBlocks = " + std::to_string(c.maxBlocks) + " must be > 0");
-    }
+    checkPositive(fn, "batchSize", c.batchSize);
+    checkPositive(fn, "maxBlocks", c.maxBlocks);
     int32_t const B = c.batchSize;
     checkSize(fn, "indexQk", c.indexQk.size(), static_cast<size_t>(B) * kQkWidth);
     checkSize(fn, "contextLengths", c.contextLengths.size(), static_cast<size_t>(B));
@@ -251,29 +261,15 @@ DecodeResult runDecode(DecodeCase const& c, int numThreads) {
     return res;
 }
 
-namespace {
-
-size_t alignUp(size_t x) {
-    return (x + 127) / 128 * 128;
-}
-
-} // namespace
-
 int64_t prefillChunkRows(int32_t batchSize, int32_t seqLen) {
-    if (batchSize <= 0 || seqLen <= 0) {
-        fail("prefillChunkRows",
-             "batchSize = " + std::to_string(batchSize) + ", seqLen = " + std::to_string(seqLen) + " must be > 0");
-    }
+    checkPositive("prefillChunkRows", "batchSize", batchSize, "seqLen", seqLen);
     int64_t const mb = numBlocksOf(seqLen);
     // Rc = min(B*S, max(8388608 / MB, 256)), integer division.
     return std::min<int64_t>(static_cast<int64_t>(batchSize) * seqLen, std::max<int64_t>(8388608 / mb, 256));
 }
 
 PrefillWorkspaceLayout prefillWorkspaceLayout(int32_t batchSize, int32_t seqLen) {
-    if (batchSize <= 0 || seqLen <= 0) {
-        fail("prefillWorkspaceLayout",
-             "batchSize = " + std::to_string(batchSize) + ", seqLen = " + std::to_string(seqLen) + " must be > 0");
-    }
+    checkPositive("prefillWorkspaceLayout", "batchSize", batchSize, "seqLen", seqLen);
     size_t const B = static_cast<size_t>(batchSize);
     size_t const S = static_cast<size_t>(seqLen);
     size_t const mb = static_cast<size_t>(numBlocksOf(seqLen));
@@ -294,20 +290,14 @@ PrefillWorkspaceLayout prefillWorkspaceLayout(int32_t batchSize, int32_t seqLen)
 }
 
 size_t prefillWorkspaceBytes(int32_t batchSize, int32_t maxSeqLen, size_t cubQueryBytes) {
-    if (batchSize <= 0 || maxSeqLen <= 0) {
-        fail("prefillWorkspaceBytes", "batchSize = " + std::to_string(batchSize) +
-                                          ", maxSeqLen = " + std::to_string(maxSeqLen) + " must be > 0");
-    }
+    checkPositive("prefillWorkspaceBytes", "batchSize", batchSize, "maxSeqLen", maxSeqLen);
     // The slots for (B, maxS), then CUB temp = alignUp(max(query, 1 MiB)).
     return prefillWorkspaceLayout(batchSize, maxSeqLen).cubTemp +
            alignUp(std::max<size_t>(cubQueryBytes, size_t{1} << 20));
 }
 
 DecodeWorkspaceLayout decodeWorkspaceLayout(int32_t batchSize, int32_t maxBlocks) {
-    if (batchSize <= 0 || maxBlocks <= 0) {
-        fail("decodeWorkspaceLayout", "batchSize = " + std::to_string(batchSize) +
-                                          ", maxBlocks = " + std::to_string(maxBlocks) + " must be > 0");
-    }
+    checkPositive("decodeWorkspaceLayout", "batchSize", batchSize, "maxBlocks", maxBlocks);
     DecodeWorkspaceLayout L;
     L.qNormedBytes = static_cast<size_t>(batchSize) * 1 * 4 * 128 * 2; // qNormed [B,1,4,128] T
     L.logitsBytes = static_cast<size_t>(batchSize) * maxBlocks * 4;    // logits [B, maxBlocks] FP32
@@ -317,10 +307,7 @@ DecodeWorkspaceLayout decodeWorkspaceLayout(int32_t batchSize, int32_t maxBlocks
 }
 
 size_t decodeWorkspaceBytes(int32_t maxBatchSize, int32_t maxBlocks) {
-    if (maxBatchSize <= 0 || maxBlocks <= 0) {
-        fail("decodeWorkspaceBytes", "maxBatchSize = " + std::to_string(maxBatchSize) +
-                                         ", maxBlocks = " + std::to_string(maxBlocks) + " must be > 0");
-    }
+    checkPositive("decodeWorkspaceBytes", "maxBatchSize", maxBatchSize, "maxBlocks", maxBlocks);
     DecodeWorkspaceLayout const L = decodeWorkspaceLayout(maxBatchSize, maxBlocks);
     return L.logits + alignUp(L.logitsBytes);
 }

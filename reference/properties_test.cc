@@ -4,13 +4,13 @@
 // runPrefill / runDecode bit for bit, so they are not repeated here. Here: logits never NaN / -0.0, the tie
 // rule against std::stable_sort, decode set == prefill set, decode numerics == prefill numerics, any
 // chunking of the literal stages, padding unread by the stage values, thread-count and caller FP-environment
-// independence.
+// independence, and the row-subset entry point (runPrefillRows) against the full computation.
 #include "reference/byStages.h"
 #include "reference/numerics.h"
 #include "reference/qsaReference.h"
 #include "reference/rowops.h"
 #include "reference/stages.h"
-#include "reference/testgen.h"
+#include "testing/rng.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -20,13 +20,139 @@
 #include <cfloat>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
+#include <vector>
 #include <xmmintrin.h>
 
 namespace qsa {
 namespace ref {
 namespace {
 
-using test::ValueMode;
+// Random cases: the shape (B, S, ctx, dtype, value mode, pool geometry) is drawn by RapidCheck; the bulk values
+// come from testing/rng.h seeded by it (portable: a seed gives the same case with any standard library).
+using Rng = testlib::Rng;
+
+// Uniform in [-1, 1).
+inline float unit(Rng& rng) {
+    return static_cast<float>(static_cast<int32_t>(rng.next32())) * (1.0f / 2147483648.0f);
+}
+// Roughly bell-shaped, spread over a few binades: a sum of two uniforms times 1, 2 or 4.
+inline float spread(Rng& rng) {
+    float const u = unit(rng) + unit(rng);
+    return u * static_cast<float>(1u << (rng.next32() % 3));
+}
+
+enum class ValueMode {
+    kTies,    // values from {+1, -1, 0, +2}: many equal logits
+    kNormal,  // N(0, 1) cast to T
+    kSpecial, // N(0, 1) with ~2% raw 16-bit patterns (NaN, Inf, subnormals, -0) in real rows too
+};
+
+inline uint16_t randomValue(DType dt, ValueMode mode, Rng& rng) {
+    switch (mode) {
+    case ValueMode::kTies: {
+        static float const alphabet[4] = {1.0f, -1.0f, 0.0f, 2.0f};
+        return fromFloat(dt, alphabet[rng.next32() % 4]);
+    }
+    case ValueMode::kNormal:
+        return fromFloat(dt, spread(rng));
+    case ValueMode::kSpecial:
+    default:
+        if (rng.next32() % 50 == 0) {
+            return static_cast<uint16_t>(rng.next32() & 0xFFFF);
+        }
+        return fromFloat(dt, spread(rng));
+    }
+}
+
+inline PrefillCase randomPrefill(uint32_t seed, DType dt, int32_t batchSize, int32_t seqLen,
+                                 std::vector<int32_t> const& ctx, ValueMode mode) {
+    Rng rng(seed);
+    PrefillCase c;
+    c.dtype = dt;
+    c.batchSize = batchSize;
+    c.seqLen = seqLen;
+    c.contextLengths = ctx;
+    c.indexQk.resize(static_cast<size_t>(batchSize) * seqLen * kQkWidth);
+    for (auto& v : c.indexQk) {
+        v = randomValue(dt, mode, rng);
+    }
+    c.cosSin.resize(static_cast<size_t>(seqLen) * 64);
+    for (auto& v : c.cosSin) {
+        v = mode == ValueMode::kTies ? static_cast<float>(static_cast<int>(rng.next32() % 3) - 1) : unit(rng);
+    }
+    c.wQ.resize(128);
+    c.wK.resize(128);
+    for (int d = 0; d < 128; ++d) {
+        c.wQ[d] = mode == ValueMode::kTies ? 0 : fromFloat(dt, 0.1f * unit(rng));
+        c.wK[d] = mode == ValueMode::kTies ? 0 : fromFloat(dt, 0.1f * unit(rng));
+    }
+    static float const eps[5] = {1e-6f, 0.0f, 1.0f, 1e-40f, 3.5f};
+    c.rmsEps = eps[rng.next32() % 5];
+    return c;
+}
+
+// A pool for B sequences of up to maxTokens tokens: every sequence gets distinct K pages [0, numPages)
+// and V pages [numPages, 2 numPages); with `holes`, some entries become -1 or out of their plane, and
+// maxPagesPerSeq may be one short (slot overflow). Contents are random bits (the state before the run).
+inline HostPool randomPool(uint32_t seed, int32_t batchSize, int32_t maxTokens, bool holes) {
+    Rng rng(seed);
+    HostPool p;
+    int32_t const pagesNeeded = std::max(1, (maxTokens + 127) / 128);
+    p.dims.maxPagesPerSeq = pagesNeeded + static_cast<int32_t>(rng.next32() % 2);
+    if (holes && pagesNeeded > 1 && rng.next32() % 2) {
+        p.dims.maxPagesPerSeq = pagesNeeded - 1;
+    }
+    p.dims.numPages = batchSize * p.dims.maxPagesPerSeq + static_cast<int32_t>(rng.next32() % 3);
+    p.dims.numKVHeads = 1 + static_cast<int32_t>(rng.next32() % 2);
+    p.dims.headSize = 1 + static_cast<int32_t>(rng.next32() % 8);
+    p.dims.poolHeadDim = p.dims.headSize + 128 + static_cast<int32_t>(rng.next32() % 3);
+    std::vector<int32_t> kIds(p.dims.numPages);
+    for (int32_t i = 0; i < p.dims.numPages; ++i) {
+        kIds[i] = i;
+    }
+    Rng shuffler(seed ^ 0x5A5A5A5Au);
+    shuffler.shuffle(kIds.begin(), kIds.end());
+    std::vector<int32_t> vIds = kIds;
+    shuffler.shuffle(vIds.begin(), vIds.end());
+    p.pageTable.resize(static_cast<size_t>(batchSize) * 2 * p.dims.maxPagesPerSeq);
+    size_t next = 0;
+    for (int32_t b = 0; b < batchSize; ++b) {
+        for (int32_t s = 0; s < p.dims.maxPagesPerSeq; ++s) {
+            int32_t k = kIds[next];
+            int32_t v = vIds[next] + p.dims.numPages;
+            ++next;
+            if (holes) {
+                switch (rng.next32() % 6) {
+                case 0:
+                    k = -1;
+                    break;
+                case 1:
+                    v = -1;
+                    break;
+                case 2:
+                    k = p.dims.numPages + static_cast<int32_t>(rng.next32() % 4);
+                    break; // outside the K plane
+                case 3:
+                    v = static_cast<int32_t>(rng.next32() % p.dims.numPages);
+                    break; // a K id in the V plane
+                case 4:
+                    v = 2 * p.dims.numPages + static_cast<int32_t>(rng.next32() % 3);
+                    break; // past the V plane
+                default:
+                    break;
+                }
+            }
+            p.pageTable[(static_cast<size_t>(b) * 2 + 0) * p.dims.maxPagesPerSeq + s] = k;
+            p.pageTable[(static_cast<size_t>(b) * 2 + 1) * p.dims.maxPagesPerSeq + s] = v;
+        }
+    }
+    p.data.resize(static_cast<size_t>(2) * p.dims.numPages * 128 * p.dims.numKVHeads * p.dims.poolHeadDim);
+    for (auto& v : p.data) {
+        v = static_cast<uint16_t>(rng.next32() & 0xFFFF);
+    }
+    return p;
+}
 
 struct Shape {
     DType dt;
@@ -57,16 +183,16 @@ rc::Gen<Shape> genShape() {
 }
 
 PrefillCase caseOf(Shape const& s) {
-    return test::randomPrefill(s.seed, s.dt, s.B, s.S, s.ctx, s.mode);
+    return randomPrefill(s.seed, s.dt, s.B, s.S, s.ctx, s.mode);
 }
 
-int32_t clampS(int32_t ctx, int32_t S) {
-    return std::min(std::max(ctx, 0), S);
-}
-
-bool sameBits(std::vector<float> const& a, std::vector<float> const& b) {
-    return a.size() == b.size() &&
-           std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) { return floatBits(x) == floatBits(y); });
+// outIdx and every stage value of two runs are the same bits.
+void requireSameOutputs(PrefillResult const& a, PrefillResult const& b) {
+    RC_ASSERT(a.outIdx == b.outIdx);
+    RC_ASSERT(a.qNormed == b.qNormed);
+    RC_ASSERT(a.kbar == b.kbar);
+    RC_ASSERT(std::equal(a.logits.begin(), a.logits.end(), b.logits.begin(), b.logits.end(),
+                         [](float x, float y) { return floatBits(x) == floatBits(y); }));
 }
 
 // ---- padding is never read, not even by the stages (contract 7.3) ----------------------------------
@@ -77,14 +203,14 @@ RC_GTEST_PROP(RefProperties, PoisonedPaddingChangesNothing, ()) {
     PrefillCase c = caseOf(s);
     if (withPool) {
         c.hasPool = true;
-        c.pool = test::randomPool(s.seed + 1, s.B, s.S, true);
+        c.pool = randomPool(s.seed + 1, s.B, s.S, true);
     }
     PrefillResult const clean = runPrefill(c);
     // Poison every padded row (t >= ctx): NaN, Inf and random bits in q and k.
-    test::Rng rng(s.seed + 2);
+    Rng rng(s.seed + 2);
     uint16_t const poison[4] = {0x7E00, 0x7FFF, 0xFC00, 0xFFFF};
     for (int32_t b = 0; b < s.B; ++b) {
-        for (int32_t t = clampS(s.ctx[b], s.S); t < s.S; ++t) {
+        for (int32_t t = clampCtx(s.ctx[b], s.S); t < s.S; ++t) {
             for (int e = 0; e < kQkWidth; ++e) {
                 c.indexQk[(static_cast<size_t>(b) * s.S + t) * kQkWidth + e] =
                     rng.next32() % 2 ? poison[rng.next32() % 4] : static_cast<uint16_t>(rng.next32());
@@ -93,10 +219,7 @@ RC_GTEST_PROP(RefProperties, PoisonedPaddingChangesNothing, ()) {
     }
     PrefillResult const poisoned = runPrefill(c);
     // outIdx and pool are Padding.PaddedRowsAllMinusOneAndPoisonIgnored's; the stage values are the reference's.
-    RC_ASSERT(poisoned.outIdx == clean.outIdx);
-    RC_ASSERT(poisoned.qNormed == clean.qNormed);
-    RC_ASSERT(poisoned.kbar == clean.kbar);
-    RC_ASSERT(sameBits(poisoned.logits, clean.logits));
+    requireSameOutputs(poisoned, clean);
     RC_ASSERT(poisoned.poolAfter == clean.poolAfter);
 }
 
@@ -107,7 +230,7 @@ RC_GTEST_PROP(RefProperties, VisibleLogitsAreNonNegativeNumbers, ()) {
     PrefillResult const r = runPrefill(caseOf(s));
     int32_t const mb = (s.S + 3) / 4;
     for (int32_t b = 0; b < s.B; ++b) {
-        int32_t const ctx = clampS(s.ctx[b], s.S);
+        int32_t const ctx = clampCtx(s.ctx[b], s.S);
         for (int32_t t = 0; t < s.S; ++t) {
             int32_t const nVis = t < ctx ? (t + 1) / 4 : 0;
             for (int32_t g = 0; g < mb; ++g) {
@@ -155,21 +278,14 @@ bool selectBefore(float a, float b) {
 }
 
 std::vector<float> tieHeavyLogits(uint32_t seed, int32_t n, bool k2Like) {
-    test::Rng rng(seed);
+    Rng rng(seed);
     float const k2Values[6] = {0.0f, 1.0f, 0.5f, 3.0f, std::numeric_limits<float>::infinity(), 1.0f};
-    float const anyValues[10] = {0.0f,
-                                 -0.0f,
-                                 1.0f,
-                                 -1.0f,
-                                 std::numeric_limits<float>::infinity(),
-                                 -FLT_MAX,
-                                 bitsFloat(0x7FC00000u),
-                                 bitsFloat(0xFFC00000u),
-                                 bitsFloat(0x7FC00001u),
-                                 bitsFloat(0xFF800001u)};
+    // +0, -0, 1, -1, +inf, -FLT_MAX and NaNs of both signs.
+    uint32_t const anyBits[10] = {0x00000000u, 0x80000000u, 0x3F800000u, 0xBF800000u, 0x7F800000u,
+                                  0xFF7FFFFFu, 0x7FC00000u, 0xFFC00000u, 0x7FC00001u, 0xFF800001u};
     std::vector<float> v(n);
     for (auto& x : v) {
-        x = k2Like ? k2Values[rng.next32() % 6] : anyValues[rng.next32() % 10];
+        x = k2Like ? k2Values[rng.next32() % 6] : bitsFloat(anyBits[rng.next32() % 10]);
     }
     return v;
 }
@@ -180,7 +296,7 @@ RC_GTEST_PROP(RefProperties, SortRowsIsStdStableSortWithTheContractComparator, (
     uint32_t const seed = *rc::gen::arbitrary<uint32_t>();
     std::vector<float> keys = tieHeavyLogits(seed, numRows * numBlocks, false);
     std::vector<int32_t> values(keys.size());
-    test::Rng rng(seed);
+    Rng rng(seed);
     for (auto& v : values) {
         v = static_cast<int32_t>(rng.next32() % 1000);
     }
@@ -250,9 +366,9 @@ RC_GTEST_PROP(RefProperties, DecodeStepsEqualPrefillNumerics, ()) {
     for (int32_t b = 0; b < B; ++b) {
         fullCtx[b] = L[b] + n;
     }
-    PrefillCase ref = test::randomPrefill(seed, dt, B, full, fullCtx, mode);
+    PrefillCase ref = randomPrefill(seed, dt, B, full, fullCtx, mode);
     ref.hasPool = true;
-    ref.pool = test::randomPool(seed + 7, B, full, false); // no holes for the pages in use
+    ref.pool = randomPool(seed + 7, B, full, false); // no holes for the pages in use
     PrefillResult const want = runPrefill(ref);
     // Prefill of the first L[b] tokens (S = max(1, maxL)), then decode steps ctx = L[b] + k.
     int32_t const S0 = std::max(1, maxL);
@@ -306,11 +422,7 @@ RC_GTEST_PROP(RefProperties, PrefillEqualsLiteralStagesForAnyChunking, ()) {
     PrefillCase const c = caseOf(s);
     PrefillResult const a = runPrefill(c);
     int64_t const chunk = *rc::gen::inRange<int64_t>(1, static_cast<int64_t>(s.B) * s.S + 2);
-    PrefillResult const b = runPrefillByStages(c, chunk);
-    RC_ASSERT(a.outIdx == b.outIdx);
-    RC_ASSERT(a.qNormed == b.qNormed);
-    RC_ASSERT(a.kbar == b.kbar);
-    RC_ASSERT(sameBits(a.logits, b.logits));
+    requireSameOutputs(a, runPrefillByStages(c, chunk));
 }
 
 RC_GTEST_PROP(RefProperties, IndependentOfThreadCountAndCallerFpEnvironment, ()) {
@@ -324,10 +436,61 @@ RC_GTEST_PROP(RefProperties, IndependentOfThreadCountAndCallerFpEnvironment, ())
     PrefillResult const other = runPrefill(c, *rc::gen::inRange(2, 6));
     _mm_setcsr(csr);
     std::fesetround(FE_TONEAREST);
-    RC_ASSERT(other.outIdx == base.outIdx);
-    RC_ASSERT(other.qNormed == base.qNormed);
-    RC_ASSERT(other.kbar == base.kbar);
-    RC_ASSERT(sameBits(other.logits, base.logits));
+    requireSameOutputs(other, base);
+}
+
+// ---- the row-subset entry point equals the full computation -------------------------------------------
+// On random small cases (any subset, any order, duplicates) against runPrefill, and on S = 2200 (nVis up to
+// 550 > 512, radix-select sized rows) against the literal stage composition with its full stable sorts.
+
+RC_GTEST_PROP(PrefillRows, AnySubsetEqualsFullPrefill, ()) {
+    DType const dt = *rc::gen::element(DType::kHalf, DType::kBf16);
+    int32_t const B = *rc::gen::inRange(1, 4);
+    int32_t const S = *rc::gen::inRange(1, 60);
+    std::vector<int32_t> const ctx = *rc::gen::container<std::vector<int32_t>>(B, rc::gen::inRange(-1, S + 2));
+    ValueMode const mode = *rc::gen::element(ValueMode::kTies, ValueMode::kNormal, ValueMode::kSpecial);
+    PrefillCase const c = randomPrefill(*rc::gen::arbitrary<uint32_t>(), dt, B, S, ctx, mode);
+    std::vector<int64_t> const rows =
+        *rc::gen::container<std::vector<int64_t>>(rc::gen::inRange<int64_t>(0, static_cast<int64_t>(B) * S));
+    std::vector<int32_t> const got = runPrefillRows(c, rows, *rc::gen::inRange(1, 4));
+    PrefillResult const full = runPrefill(c);
+    RC_ASSERT(got.size() == rows.size() * kIndexWidth);
+    for (size_t i = 0; i < rows.size(); ++i) {
+        RC_ASSERT(std::equal(got.begin() + i * kIndexWidth, got.begin() + (i + 1) * kIndexWidth,
+                             full.outIdx.begin() + rows[i] * kIndexWidth));
+    }
+}
+
+void checkLongRows(ValueMode mode, uint32_t seed) {
+    int32_t const S = 2200;
+    PrefillCase c = randomPrefill(seed, DType::kBf16, 1, S, {S}, mode);
+    c.keepLogits = false;
+    std::vector<int64_t> rows = {2199, 2051, 2050, 2049, 2048, 2047, 0, 3, 1000, 2198};
+    for (int64_t r = 7; r < S; r += 97) {
+        rows.push_back(r);
+    }
+    std::vector<int32_t> const got = runPrefillRows(c, rows);
+    PrefillResult const full = runPrefillByStages(c);
+    for (size_t i = 0; i < rows.size(); ++i) {
+        EXPECT_TRUE(std::equal(got.begin() + i * kIndexWidth, got.begin() + (i + 1) * kIndexWidth,
+                               full.outIdx.begin() + rows[i] * kIndexWidth))
+            << "row " << rows[i];
+    }
+    EXPECT_EQ(runPrefill(c).outIdx, full.outIdx);
+}
+
+TEST(PrefillRows, LongSequenceNormalValues) {
+    checkLongRows(ValueMode::kNormal, 11);
+}
+TEST(PrefillRows, LongSequenceManyTies) {
+    checkLongRows(ValueMode::kTies, 12);
+}
+
+TEST(PrefillRows, RejectsRowsOutsideTheBatch) {
+    PrefillCase const c = randomPrefill(1, DType::kHalf, 2, 5, {5, 5}, ValueMode::kNormal);
+    EXPECT_THROW(runPrefillRows(c, {10}), std::runtime_error);
+    EXPECT_THROW(runPrefillRows(c, {-1}), std::runtime_error);
+    EXPECT_TRUE(runPrefillRows(c, {}).empty());
 }
 
 } // namespace
