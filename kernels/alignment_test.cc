@@ -83,10 +83,8 @@ struct OffsetArgs {
           qk(c.indexQk, at(o, "indexQk")), cs(c.cosSin, at(o, "cosSin")),
           ctx(c.contextLengths, at(o, "contextLengths")), wQ(c.wQ, at(o, "wQ")), wK(c.wK, at(o, "wK")),
           pool(c.pool.data, at(o, "poolState.poolPtr")), table(c.pool.pageTable, at(o, "poolState.pageTable")),
-          ws(std::vector<uint8_t>(wsBytes, 0xFF), at(o, "workspace")),
-          wsBytes(wsBytes), st{pool.ptr(),           table.as<int32_t const>(), c.pool.dims.maxPagesPerSeq,
-                               c.pool.dims.numPages, c.pool.dims.numKVHeads,    c.pool.dims.poolHeadDim,
-                               c.pool.dims.headSize} {}
+          ws(std::vector<uint8_t>(wsBytes, 0xFF), at(o, "workspace")), wsBytes(wsBytes),
+          st(testlib::poolState(c.pool.dims, pool.ptr(), table.as<int32_t const>())) {}
     OffsetBuf out, qk, cs, ctx, wQ, wK, pool, table, ws;
     size_t wsBytes;
     kn::QsaIndexerPoolState st;

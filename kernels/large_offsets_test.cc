@@ -119,9 +119,8 @@ TEST(LargeOffsets, PrefillPast2To31) {
     ws.fillBytes(0xFF);
     kn::QsaIndexerPoolState st{pool.get(), dTable.get(), kPagesPerSeq, kNumPages, kHeadsKV, kPoolHeadDim, kHeadSize};
     auto t0 = std::chrono::steady_clock::now();
-    kn::runQsaIndexerPrefill<T>(out.get(), reinterpret_cast<T const*>(qk.get()), cs.get(), ctx.get(),
-                                reinterpret_cast<T const*>(wQ.get()), reinterpret_cast<T const*>(wK.get()), c.rmsEps,
-                                ws.get(), wsBytes, kB, kS, &st, nullptr);
+    kn::runQsaIndexerPrefill<T>(out.get(), qk.as<T const>(), cs.get(), ctx.get(), wQ.as<T const>(), wK.as<T const>(),
+                                c.rmsEps, ws.get(), wsBytes, kB, kS, &st, nullptr);
     QSA_CUDA(cudaDeviceSynchronize());
     QSA_CUDA(cudaGetLastError());
     double const gpuS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
