@@ -1,4 +1,4 @@
-// Pointer alignment (issue 14, proposed contract section 2 addition): every pointer argument of both
+// Pointer alignment (beyond contract section 2's 128-byte workspace): every pointer argument of both
 // runners, one at a time and all together, placed at the smallest NATURAL alignment of its element type
 // above a 256-byte aligned allocation (T at +2 bytes, float / int32 at +4 bytes). Each run must either
 // equal the aligned run bit for bit (outIdx, pool after, splitCounters after) or throw a
@@ -177,12 +177,7 @@ void prefillCase() {
     using T = typename Ty::T;
     DType const dt = Ty::kDt;
     // nVis > 512 rows (radix select + CUB), a second sequence with a trailing incomplete block (raw-k tails).
-    PrefillSpec s;
-    s.B = 2;
-    s.S = 2200;
-    s.ctx = {2200, 1031};
-    s.qk = Mode::kLowEntropy;
-    s.seed = 14;
+    PrefillSpec const s = prefillSpec(2, 2200, {2200, 1031}, 14, Mode::kLowEntropy);
     ref::PrefillCase c = makePrefillCase(dt, s);
     Rng rng(140);
     c.hasPool = true;

@@ -10,20 +10,6 @@ namespace {
 
 constexpr int32_t kB = 2, kS = 9, kMaxBlocks = 8;
 
-// Expects fn() to throw std::runtime_error whose message contains every string of `words`.
-template <typename Fn>
-void expectThrows(std::string const& label, Fn fn, std::vector<std::string> const& words) {
-    SCOPED_TRACE(label);
-    try {
-        fn();
-    } catch (std::runtime_error const& e) {
-        for (auto const& s : words)
-            EXPECT_NE(std::string(e.what()).find(s), std::string::npos) << "message lacks '" << s << "': " << e.what();
-        return;
-    }
-    ADD_FAILURE() << "did not throw";
-}
-
 // A pool of 4 pages, 2 KV heads, every page-table entry a hole.
 struct Fixture : RunnerBufs {
     Fixture() : RunnerBufs(kB, kS, kMaxBlocks, {9, 5}, {4, 1, 2, 384, 256}, std::vector<int32_t>(kB * 2, -1)) {}

@@ -73,13 +73,10 @@ void multiStep(DType dt, DecodeSpec d) {
     for (int32_t c : ctxAt(d, d.steps - 1))
         maxCtx = std::max(maxCtx, c);
     // Prefill of the first L tokens with the pool (invalid sequences: ctx 0).
-    PrefillSpec ps;
-    ps.B = B;
-    ps.S = S;
+    std::vector<int32_t> prefillCtx;
     for (int32_t l : d.L)
-        ps.ctx.push_back(std::max(l, 0));
-    ps.qk = d.qk;
-    ps.seed = d.seed;
+        prefillCtx.push_back(std::max(l, 0));
+    PrefillSpec const ps = prefillSpec(B, S, prefillCtx, d.seed, d.qk);
     ref::PrefillCase pc = makePrefillCase(dt, ps);
     pc.cosSin = makeCosSin(std::max(S, maxCtx));
     Rng rng(d.seed + 1);
@@ -100,18 +97,8 @@ void multiStep(DType dt, DecodeSpec d) {
     hp.data = pr.poolAfter;
     Stream st;
     for (int32_t step = 0; step < d.steps; ++step) {
-        ref::DecodeCase dc;
-        dc.dtype = dt;
-        dc.batchSize = B;
-        dc.maxBlocks = d.maxBlocks;
-        dc.indexQk = randomT(dt, size_t(B) * ref::kQkWidth, d.qk, rng);
-        dc.cosSin = pc.cosSin;
-        dc.contextLengths = ctxAt(d, step);
-        dc.wQ = pc.wQ;
-        dc.wK = pc.wK;
-        dc.rmsEps = pc.rmsEps;
-        dc.pool = hp;
-        dc.hasSplitCounters = true;
+        std::vector<uint16_t> qk = randomT(dt, size_t(B) * ref::kQkWidth, d.qk, rng);
+        ref::DecodeCase dc{dt, B, d.maxBlocks, qk, pc.cosSin, ctxAt(d, step), pc.wQ, pc.wK, pc.rmsEps, hp, true, {}};
         // The device buffer has splitRows > B rows: rows >= B must stay untouched.
         std::vector<int32_t> splitInit(size_t(splitRows) * d.dims.numKVHeads);
         for (auto& x : splitInit)

@@ -17,31 +17,16 @@
 
 #include "kernels/qsaIndexerKernels.h"
 #include "kernels/qsaIndexerRunner.h"
+#include "kernels/test_helper.h"
 #include "reference/qsaReference.h"
 
 namespace {
 
 namespace kn = trt_edgellm::kernel;
+using qsa::ktest::expectThrows;
 
 using T = __half;
 constexpr int32_t kB = 2, kS = 9, kMaxBlocks = 8;
-
-// Expects fn() to throw std::runtime_error whose message contains every string of `words`.
-void expectThrows(std::string const& label, std::function<void()> const& fn, std::vector<std::string> const& words) {
-    SCOPED_TRACE(label);
-    try {
-        fn();
-    } catch (std::runtime_error const& e) {
-        std::string msg = e.what();
-        for (auto const& s : words)
-            EXPECT_NE(msg.find(s), std::string::npos) << "message lacks '" << s << "': " << msg;
-        return;
-    } catch (std::exception const& e) {
-        ADD_FAILURE() << "threw a non-runtime_error: " << e.what();
-        return;
-    }
-    ADD_FAILURE() << "did not throw";
-}
 
 // Fake device addresses: 128-byte aligned storage, never dereferenced.
 alignas(128) unsigned char gStorage[4096];

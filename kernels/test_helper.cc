@@ -220,6 +220,22 @@ static std::string showElem(Elem kind, size_t elemBytes, unsigned char const* p,
                                          << o.params << "]" << os.str();
 }
 
+void expectThrows(std::string const& label, std::function<void()> const& fn, std::vector<std::string> const& words) {
+    SCOPED_TRACE(label);
+    try {
+        fn();
+    } catch (std::runtime_error const& e) {
+        std::string msg = e.what();
+        for (auto const& s : words)
+            EXPECT_NE(msg.find(s), std::string::npos) << "message lacks '" << s << "': " << msg;
+        return;
+    } catch (std::exception const& e) {
+        ADD_FAILURE() << "threw a non-runtime_error: " << e.what();
+        return;
+    }
+    ADD_FAILURE() << "did not throw";
+}
+
 PrefillSpec prefillSpec(int32_t B, int32_t S, std::vector<int32_t> ctx, uint64_t seed, Mode qk) {
     PrefillSpec s;
     s.B = B;

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <memory>
@@ -238,6 +239,9 @@ char const* enumName(E e, char const* const (&names)[N]) {
     return i < N ? names[i] : "?";
 }
 
+// Expects fn() to throw std::runtime_error whose message contains every string of `words`.
+void expectThrows(std::string const& label, std::function<void()> const& fn, std::vector<std::string> const& words);
+
 template <typename... A>
 std::string params(A const&... a) {
     std::ostringstream os;
@@ -279,20 +283,18 @@ std::vector<int32_t> gpuPrefill(ref::PrefillCase const& c, int wsFill = 0xFF, in
     size_t wsBytes = kn::getQsaIndexerWorkspaceSize(c.batchSize, wsSeqLen > 0 ? wsSeqLen : c.seqLen);
     DevBuf<uint8_t> ws(wsBytes);
     ws.fillBytes(wsFill);
-    std::unique_ptr<DevPool> pool;
-    kn::QsaIndexerPoolState st{};
-    if (c.hasPool && devPool != nullptr) {
-        st = devPool->state();
-    } else if (c.hasPool) {
-        pool = std::make_unique<DevPool>(c.pool);
-        st = pool->state();
+    std::unique_ptr<DevPool> own;
+    if (c.hasPool && devPool == nullptr) {
+        own = std::make_unique<DevPool>(c.pool);
+        devPool = own.get();
     }
+    kn::QsaIndexerPoolState const st = c.hasPool ? devPool->state() : kn::QsaIndexerPoolState{};
     kn::runQsaIndexerPrefill<T>(out.get(), qk.as<T const>(), cs.get(), ctx.get(), wQ.as<T const>(), wK.as<T const>(),
                                 c.rmsEps, ws.get(), wsBytes, c.batchSize, c.seqLen, c.hasPool ? &st : nullptr, stream);
     QSA_CUDA(cudaStreamSynchronize(stream));
     QSA_CUDA(cudaGetLastError());
     if (poolAfter != nullptr && c.hasPool)
-        *poolAfter = (devPool != nullptr ? devPool : pool.get())->data.download();
+        *poolAfter = devPool->data.download();
     return out.download();
 }
 
