@@ -172,10 +172,11 @@ void checkAll(char const* fn, std::vector<std::string> const& args, std::functio
     same(r, "every pointer at natural alignment");
 }
 
-template <typename Ty>
-void prefillCase() {
-    using T = typename Ty::T;
-    DType const dt = Ty::kDt;
+QSA_DTYPE_TEST_SUITE(Alignment);
+
+TYPED_TEST(Alignment, Prefill) {
+    using T = typename TypeParam::T;
+    DType const dt = TypeParam::kDt;
     // nVis > 512 rows (radix select + CUB), a second sequence with a trailing incomplete block (raw-k tails).
     PrefillSpec const s = prefillSpec(2, 2200, {2200, 1031}, 14, Mode::kLowEntropy);
     ref::PrefillCase c = makePrefillCase(dt, s);
@@ -189,10 +190,9 @@ void prefillCase() {
         [&](Offsets const& o) { return runPrefill<T>(c, o); }, specStr(dt, s) + " " + poolParams(c.pool.dims));
 }
 
-template <typename Ty>
-void decodeCase() {
-    using T = typename Ty::T;
-    DType const dt = Ty::kDt;
+TYPED_TEST(Alignment, Decode) {
+    using T = typename TypeParam::T;
+    DType const dt = TypeParam::kDt;
     Rng rng(141);
     ref::DecodeCase c;
     c.dtype = dt;
@@ -214,19 +214,6 @@ void decodeCase() {
          "splitCounters", "workspace"},
         [&](Offsets const& o) { return runDecode<T>(c, o); },
         params(dtName(dt), " decode B=3 ctx={4100,2052,37} maxBlocks=1026 ", poolParams(c.pool.dims)));
-}
-
-TEST(Alignment, PrefillHalf) {
-    prefillCase<HalfType>();
-}
-TEST(Alignment, PrefillBf16) {
-    prefillCase<Bf16Type>();
-}
-TEST(Alignment, DecodeHalf) {
-    decodeCase<HalfType>();
-}
-TEST(Alignment, DecodeBf16) {
-    decodeCase<Bf16Type>();
 }
 
 } // namespace

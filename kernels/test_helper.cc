@@ -86,20 +86,6 @@ std::vector<uint16_t> randomT(DType dt, size_t n, Mode m, Rng& rng) {
     return v;
 }
 
-std::vector<float> randomF32(size_t n, Mode m, Rng& rng) {
-    std::vector<float> v(n);
-    for (size_t i = 0; i < n; ++i) {
-        if (m == Mode::kSpecial && rng() % 32 == 0) {
-            static uint32_t const s[] = {0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00001u,
-                                         0x00000000u, 0x80000000u, 0x00000001u, 0xFF7FFFFFu};
-            v[i] = bitsFloat(s[rng() % 8]);
-            continue;
-        }
-        v[i] = randomValue(m, rng);
-    }
-    return v;
-}
-
 std::vector<uint16_t> makeGamma(DType dt, Gamma g, Rng& rng) {
     // kExtreme's patterns: +-max finite and -1 (1 + w == 0).
     uint16_t const extreme[] = {tMaxFinite(dt), static_cast<uint16_t>(0x8000 | tMaxFinite(dt)),

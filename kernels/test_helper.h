@@ -96,7 +96,6 @@ char const* modeName(Mode m);
 
 using Rng = testlib::Rng; // portable: a seed gives the same inputs with any standard library
 std::vector<uint16_t> randomT(DType dt, size_t n, Mode m, Rng& rng);
-std::vector<float> randomF32(size_t n, Mode m, Rng& rng);
 
 enum class Gamma {
     kSmall,   // uniform in [-0.5, 0.5]
