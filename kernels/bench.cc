@@ -80,6 +80,20 @@ struct Laps {
     std::vector<std::string> names;
 };
 
+// Milliseconds of each of `runs` calls of fn() on stream st.
+template <typename F>
+std::vector<double> timeRuns(int runs, cudaStream_t st, F fn) {
+    std::vector<double> t;
+    for (int r = 0; r < runs; ++r) {
+        Laps l(st);
+        l.mark("start");
+        fn();
+        l.mark("t");
+        t.push_back(l.sums()["t"]);
+    }
+    return t;
+}
+
 struct Floors {
     double flops; // FLOP/s
     double bw;    // bytes/s (read + write)
@@ -145,14 +159,7 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
     };
     for (int i = 0; i < 3; ++i)
         runOnce();
-    std::vector<double> total;
-    for (int r = 0; r < runs; ++r) {
-        Laps l(st);
-        l.mark("start");
-        runOnce();
-        l.mark("total");
-        total.push_back(l.sums()["total"]);
-    }
+    std::vector<double> const total = timeRuns(runs, st, runOnce);
     // Each stage launcher on its own, same shapes, all chunks of Rc rows.
     auto* qn = mem.alloc<uint16_t>(size_t(rowsAll) * 512);
     auto* kb = mem.alloc<uint16_t>(size_t(B) * MB * 128);
@@ -265,14 +272,7 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
     };
     for (int i = 0; i < 5; ++i)
         runOnce(st);
-    std::vector<double> plain, graphT;
-    for (int r = 0; r < runs; ++r) {
-        Laps l(st);
-        l.mark("start");
-        runOnce(st);
-        l.mark("t");
-        plain.push_back(l.sums()["t"]);
-    }
+    std::vector<double> const plain = timeRuns(runs, st, [&] { runOnce(st); });
     cudaGraph_t g;
     cudaGraphExec_t ge;
     QSA_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
@@ -281,13 +281,7 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
     QSA_CUDA(cudaGraphInstantiate(&ge, g, 0));
     for (int i = 0; i < 5; ++i)
         QSA_CUDA(cudaGraphLaunch(ge, st));
-    for (int r = 0; r < runs; ++r) {
-        Laps l(st);
-        l.mark("start");
-        QSA_CUDA(cudaGraphLaunch(ge, st));
-        l.mark("t");
-        graphT.push_back(l.sums()["t"]);
-    }
+    std::vector<double> const graphT = timeRuns(runs, st, [&] { QSA_CUDA(cudaGraphLaunch(ge, st)); });
     // Stages on their own.
     auto* qn = mem.alloc<uint16_t>(size_t(B) * 512);
     auto* logits = mem.alloc<float>(size_t(B) * maxBlocks);
