@@ -1,4 +1,4 @@
-// Pointer alignment (issue 14, proposed contract section 2 addition): every pointer argument of both
+// Pointer alignment (beyond contract section 2's 128-byte workspace): every pointer argument of both
 // runners, one at a time and all together, placed at the smallest NATURAL alignment of its element type
 // above a 256-byte aligned allocation (T at +2 bytes, float / int32 at +4 bytes). Each run must either
 // equal the aligned run bit for bit (outIdx, pool after, splitCounters after) or throw a
@@ -83,10 +83,8 @@ struct OffsetArgs {
           qk(c.indexQk, at(o, "indexQk")), cs(c.cosSin, at(o, "cosSin")),
           ctx(c.contextLengths, at(o, "contextLengths")), wQ(c.wQ, at(o, "wQ")), wK(c.wK, at(o, "wK")),
           pool(c.pool.data, at(o, "poolState.poolPtr")), table(c.pool.pageTable, at(o, "poolState.pageTable")),
-          ws(std::vector<uint8_t>(wsBytes, 0xFF), at(o, "workspace")),
-          wsBytes(wsBytes), st{pool.ptr(),           table.as<int32_t const>(), c.pool.dims.maxPagesPerSeq,
-                               c.pool.dims.numPages, c.pool.dims.numKVHeads,    c.pool.dims.poolHeadDim,
-                               c.pool.dims.headSize} {}
+          ws(std::vector<uint8_t>(wsBytes, 0xFF), at(o, "workspace")), wsBytes(wsBytes),
+          st(testlib::poolState(c.pool.dims, pool.ptr(), table.as<int32_t const>())) {}
     OffsetBuf out, qk, cs, ctx, wQ, wK, pool, table, ws;
     size_t wsBytes;
     kn::QsaIndexerPoolState st;
@@ -118,20 +116,22 @@ Outcome runDecode(ref::DecodeCase const& c, Offsets const& o) {
     });
 }
 
-// Natural alignment of each argument's element type (bytes).
-std::map<std::string, size_t> const kNatural = {{"outIdx", 4},
-                                                {"indexQk", 2},
-                                                {"cosSin", 4},
-                                                {"contextLengths", 4},
-                                                {"wQ", 2},
-                                                {"wK", 2},
-                                                {"poolState.poolPtr", 2},
-                                                {"poolState.pageTable", 4},
-                                                {"splitCounters", 4},
-                                                {"workspace", 4}};
+// Every pointer argument of the runners (in their order) with the natural alignment of its element type
+// (bytes); splitCounters is decode's only.
+std::vector<std::pair<std::string, size_t>> const kNatural = {{"outIdx", 4},
+                                                              {"indexQk", 2},
+                                                              {"cosSin", 4},
+                                                              {"contextLengths", 4},
+                                                              {"wQ", 2},
+                                                              {"wK", 2},
+                                                              {"poolState.poolPtr", 2},
+                                                              {"poolState.pageTable", 4},
+                                                              {"splitCounters", 4},
+                                                              {"workspace", 4}};
 
-// `at` offsets every argument of `args` by its natural alignment (or by natural / 2 when `below`).
-void checkAll(char const* fn, std::vector<std::string> const& args, std::function<Outcome(Offsets const&)> const& run,
+// Offsets every argument of kNatural (splitCounters only `withSplit`) by its natural alignment, and by half
+// of it, one at a time, then all together.
+void checkAll(char const* fn, bool withSplit, std::function<Outcome(Offsets const&)> const& run,
               std::string const& params) {
     Outcome const base = run({});
     ASSERT_FALSE(base.threw) << fn << " aligned run threw: " << base.message;
@@ -141,8 +141,9 @@ void checkAll(char const* fn, std::vector<std::string> const& args, std::functio
         EXPECT_TRUE(bitsEqual(base.split, r.split, {what + " splitCounters", params}));
     };
     Offsets all;
-    for (std::string const& a : args) {
-        size_t const nat = kNatural.at(a);
+    for (auto const& [a, nat] : kNatural) {
+        if (a == "splitCounters" && !withSplit)
+            continue;
         if (a != "workspace")
             all[a] = nat;
         Outcome const r = run({{a, nat}});
@@ -174,32 +175,25 @@ void checkAll(char const* fn, std::vector<std::string> const& args, std::functio
     same(r, "every pointer at natural alignment");
 }
 
-template <typename Ty>
-void prefillCase() {
-    using T = typename Ty::T;
-    DType const dt = Ty::kDt;
+QSA_DTYPE_TEST_SUITE(Alignment);
+
+TYPED_TEST(Alignment, Prefill) {
+    using T = typename TypeParam::T;
+    DType const dt = TypeParam::kDt;
     // nVis > 512 rows (radix select + CUB), a second sequence with a trailing incomplete block (raw-k tails).
-    PrefillSpec s;
-    s.B = 2;
-    s.S = 2200;
-    s.ctx = {2200, 1031};
-    s.qk = Mode::kLowEntropy;
-    s.seed = 14;
+    PrefillSpec const s = prefillSpec(2, 2200, {2200, 1031}, 14, Mode::kLowEntropy);
     ref::PrefillCase c = makePrefillCase(dt, s);
     Rng rng(140);
     c.hasPool = true;
     c.pool = makeHostPool(dt, s.B, {2 * 18 + 3, 18, 2, 384, 256}, Pages::kHoles, rng);
     checkAll(
-        "runQsaIndexerPrefill",
-        {"outIdx", "indexQk", "cosSin", "contextLengths", "wQ", "wK", "poolState.poolPtr", "poolState.pageTable",
-         "workspace"},
-        [&](Offsets const& o) { return runPrefill<T>(c, o); }, specStr(dt, s) + " " + poolParams(c.pool.dims));
+        "runQsaIndexerPrefill", false, [&](Offsets const& o) { return runPrefill<T>(c, o); },
+        specStr(dt, s) + " " + poolParams(c.pool.dims));
 }
 
-template <typename Ty>
-void decodeCase() {
-    using T = typename Ty::T;
-    DType const dt = Ty::kDt;
+TYPED_TEST(Alignment, Decode) {
+    using T = typename TypeParam::T;
+    DType const dt = TypeParam::kDt;
     Rng rng(141);
     ref::DecodeCase c;
     c.dtype = dt;
@@ -216,24 +210,8 @@ void decodeCase() {
     c.hasSplitCounters = true;
     c.splitCounters.assign(size_t(c.batchSize) * 2, 7);
     checkAll(
-        "runQsaIndexerDecode",
-        {"outIdx", "indexQk", "cosSin", "contextLengths", "wQ", "wK", "poolState.poolPtr", "poolState.pageTable",
-         "splitCounters", "workspace"},
-        [&](Offsets const& o) { return runDecode<T>(c, o); },
+        "runQsaIndexerDecode", true, [&](Offsets const& o) { return runDecode<T>(c, o); },
         params(dtName(dt), " decode B=3 ctx={4100,2052,37} maxBlocks=1026 ", poolParams(c.pool.dims)));
-}
-
-TEST(Alignment, PrefillHalf) {
-    prefillCase<HalfType>();
-}
-TEST(Alignment, PrefillBf16) {
-    prefillCase<Bf16Type>();
-}
-TEST(Alignment, DecodeHalf) {
-    decodeCase<HalfType>();
-}
-TEST(Alignment, DecodeBf16) {
-    decodeCase<Bf16Type>();
 }
 
 } // namespace

@@ -22,15 +22,11 @@
 #include "kernels/qsaIndexerRunner.h"
 #include "kernels/qsaInternal.h"
 #include "testing/device_buffer.h"
+#include "testing/inputs.h"
 
 namespace kn = trt_edgellm::kernel;
 
 namespace {
-
-void ck(cudaError_t e, char const* what) {
-    if (e != cudaSuccess)
-        throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
 
 // The device buffers of one benchmark (testing/device_buffer.h), freed when it returns.
 struct DeviceMemory {
@@ -38,6 +34,12 @@ struct DeviceMemory {
     template <typename E>
     E* alloc(size_t n) {
         buffers.emplace_back(n * sizeof(E));
+        return reinterpret_cast<E*>(buffers.back().get());
+    }
+    // A device copy of `host`.
+    template <typename E>
+    E* upload(std::vector<E> const& host) {
+        buffers.emplace_back(host);
         return reinterpret_cast<E*>(buffers.back().get());
     }
 };
@@ -57,18 +59,18 @@ struct Laps {
     }
     void mark(std::string const& name) {
         cudaEvent_t e;
-        ck(cudaEventCreate(&e), "event");
-        ck(cudaEventRecord(e, s), "record");
+        QSA_CUDA(cudaEventCreate(&e));
+        QSA_CUDA(cudaEventRecord(e, s));
         ev.push_back(e);
         names.push_back(name);
     }
     // Sum per name of the time from the previous mark to the mark carrying that name.
     std::map<std::string, double> sums() {
-        ck(cudaEventSynchronize(ev.back()), "sync");
+        QSA_CUDA(cudaEventSynchronize(ev.back()));
         std::map<std::string, double> m;
         for (size_t i = 1; i < ev.size(); ++i) {
             float ms = 0;
-            ck(cudaEventElapsedTime(&ms, ev[i - 1], ev[i]), "elapsed");
+            QSA_CUDA(cudaEventElapsedTime(&ms, ev[i - 1], ev[i]));
             m[names[i]] += ms;
         }
         return m;
@@ -77,6 +79,20 @@ struct Laps {
     std::vector<cudaEvent_t> ev;
     std::vector<std::string> names;
 };
+
+// Milliseconds of each of `runs` calls of fn() on stream st.
+template <typename F>
+std::vector<double> timeRuns(int runs, cudaStream_t st, F fn) {
+    std::vector<double> t;
+    for (int r = 0; r < runs; ++r) {
+        Laps l(st);
+        l.mark("start");
+        fn();
+        l.mark("t");
+        t.push_back(l.sums()["t"]);
+    }
+    return t;
+}
 
 struct Floors {
     double flops; // FLOP/s
@@ -93,41 +109,25 @@ Floors measureFloors() {
     size_t bytes = size_t(1) << 30;
     char* a = mem.alloc<char>(bytes);
     char* b = mem.alloc<char>(bytes);
-    ck(cudaMemset(a, 1, bytes), "memset");
-    double tk = qsa::bench::timeCopyKernel(b, a, bytes, 20);
-    f.bwKernel = 2.0 * bytes * 20 / tk;
-    cudaEvent_t e0, e1;
-    ck(cudaEventCreate(&e0), "event");
-    ck(cudaEventCreate(&e1), "event");
-    ck(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice), "memcpy");
-    ck(cudaEventRecord(e0), "record");
-    for (int r = 0; r < 20; ++r)
-        ck(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice), "memcpy");
-    ck(cudaEventRecord(e1), "record");
-    ck(cudaEventSynchronize(e1), "sync");
-    float ms = 0;
-    ck(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-    f.bwMemcpy = 2.0 * bytes * 20 / (ms * 1e-3);
+    QSA_CUDA(cudaMemset(a, 1, bytes));
+    f.bwKernel = 2.0 * bytes * 20 / qsa::bench::timeCopyKernel(b, a, bytes, 20);
+    f.bwMemcpy = 2.0 * bytes * 20 / qsa::bench::timeMemcpy(b, a, bytes, 20);
     f.bw = std::max(f.bwKernel, f.bwMemcpy);
     return f;
 }
 
 // The inputs of one runner call: indexQk [rows, 640], wQ and wK (one buffer of 256), the rope table for
-// `positions` positions and contextLengths all `ctxLen`, outIdx [rows, 2051]. T inputs are filled on the
-// device from seeds `seed` (indexQk) and seed + 1 (gammas).
+// `positions` positions (testing/inputs.h) and contextLengths all `ctxLen`, outIdx [rows, 2051]. T inputs are
+// filled on the device from seeds `seed` (indexQk) and seed + 1 (gammas).
 template <typename T>
 struct RunnerInputs {
     RunnerInputs(DeviceMemory& mem, int64_t rows, int32_t B, int32_t positions, int32_t ctxLen, uint32_t seed,
                  bool isBf16, cudaStream_t st)
         : qk(mem.alloc<uint16_t>(size_t(rows) * 640)), w(mem.alloc<uint16_t>(256)),
-          cs(mem.alloc<float>(size_t(positions) * 64)), ctx(mem.alloc<int32_t>(B)),
+          cs(mem.upload(qsa::testlib::ropeTable(10000.0, positions))), ctx(mem.upload(std::vector<int32_t>(B, ctxLen))),
           out(mem.alloc<int32_t>(size_t(rows) * 2051)) {
         qsa::bench::fillRandomT(qk, size_t(rows) * 640, seed, isBf16, st);
         qsa::bench::fillRandomT(w, 256, seed + 1, isBf16, st);
-        qsa::bench::fillCosSin(cs, positions, st);
-        std::vector<int32_t> hctx(B, ctxLen);
-        ck(cudaMemcpy(ctx, hctx.data(), B * 4, cudaMemcpyHostToDevice), "ctx");
-        ck(cudaDeviceSynchronize(), "sync"); // the legacy-stream copies do not order with the non-blocking stream
     }
     T const* tq() const { return reinterpret_cast<T const*>(qk); }
     T const* tw() const { return reinterpret_cast<T const*>(w); }
@@ -145,8 +145,8 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
     int32_t const MB = (S + 3) / 4;
     int64_t const rowsAll = int64_t(B) * S;
     int64_t const rc = std::min<int64_t>(rowsAll, std::max<int64_t>(8388608 / MB, 256));
-    cudaStream_t st;
-    ck(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+    qsa::testlib::Stream stream;
+    cudaStream_t const st = stream.get();
     RunnerInputs<T> const in(mem, rowsAll, B, S, S, 1, isBf16, st);
     int32_t* out = in.out;
     int32_t const* ctx = in.ctx;
@@ -159,14 +159,7 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
     };
     for (int i = 0; i < 3; ++i)
         runOnce();
-    std::vector<double> total;
-    for (int r = 0; r < runs; ++r) {
-        Laps l(st);
-        l.mark("start");
-        runOnce();
-        l.mark("total");
-        total.push_back(l.sums()["total"]);
-    }
+    std::vector<double> const total = timeRuns(runs, st, runOnce);
     // Each stage launcher on its own, same shapes, all chunks of Rc rows.
     auto* qn = mem.alloc<uint16_t>(size_t(rowsAll) * 512);
     auto* kb = mem.alloc<uint16_t>(size_t(B) * MB * 128);
@@ -212,13 +205,13 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
             stage[kv.first].push_back(kv.second);
     }
     // Floors.
-    double rowsFlop = 0, visPairs = 0;
+    // Each row's visible blocks floor((t + 1) / 4): K2's dot products and the sorted pairs.
+    double visPairs = 0;
     for (int32_t b = 0; b < B; ++b) {
-        for (int64_t t = 0; t < S; ++t) {
-            rowsFlop += double((t + 1) / 4);
+        for (int64_t t = 0; t < S; ++t)
             visPairs += double((t + 1) / 4);
-        }
     }
+    double const rowsFlop = visPairs;
     double k2Floor = 1024.0 * rowsFlop / fl.flops * 1e3;
     double sortFloor = 16.0 * visPairs / fl.bw * 1e3;
     double sortRectFloor = 16.0 * double(rowsAll) * MB / fl.bw * 1e3;
@@ -244,7 +237,6 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
     std::printf("K2: %.3g FLOP (%.2f TFLOP/s achieved by the K2 launcher); sorted pairs: %.4g visible, %.4g rect\n",
                 1024.0 * rowsFlop, 1024.0 * rowsFlop / (median(stage["K2 scores"]) * 1e-3) / 1e12, visPairs,
                 double(rowsAll) * MB);
-    cudaStreamDestroy(st);
 }
 
 template <typename T>
@@ -253,8 +245,8 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
     int32_t const maxBlocks = ctxLen / 4;
     int32_t const pagesPerSeq = (ctxLen + 127) / 128;
     int32_t const numPages = B * pagesPerSeq, kvHeads = 2, poolHeadDim = 384, headSize = 256;
-    cudaStream_t st;
-    ck(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+    qsa::testlib::Stream stream;
+    cudaStream_t const st = stream.get();
     size_t poolElems = size_t(2) * numPages * 128 * kvHeads * poolHeadDim;
     auto* pool = mem.alloc<uint16_t>(poolElems);
     qsa::bench::fillRandomT(pool, poolElems, 3, isBf16, st);
@@ -265,8 +257,7 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
             pt[(size_t(b) * 2 + 1) * pagesPerSeq + s] = numPages + b * pagesPerSeq + s;
         }
     }
-    auto* dpt = mem.alloc<int32_t>(pt.size());
-    ck(cudaMemcpy(dpt, pt.data(), pt.size() * 4, cudaMemcpyHostToDevice), "pt");
+    auto* dpt = mem.upload(pt);
     kn::QsaIndexerPoolState ps{pool, dpt, pagesPerSeq, numPages, kvHeads, poolHeadDim, headSize};
     RunnerInputs<T> const in(mem, B, B, ctxLen, ctxLen, 4, isBf16, st);
     int32_t* out = in.out;
@@ -281,29 +272,16 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
     };
     for (int i = 0; i < 5; ++i)
         runOnce(st);
-    std::vector<double> plain, graphT;
-    for (int r = 0; r < runs; ++r) {
-        Laps l(st);
-        l.mark("start");
-        runOnce(st);
-        l.mark("t");
-        plain.push_back(l.sums()["t"]);
-    }
+    std::vector<double> const plain = timeRuns(runs, st, [&] { runOnce(st); });
     cudaGraph_t g;
     cudaGraphExec_t ge;
-    ck(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "capture");
+    QSA_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
     runOnce(st);
-    ck(cudaStreamEndCapture(st, &g), "end capture");
-    ck(cudaGraphInstantiate(&ge, g, 0), "instantiate");
+    QSA_CUDA(cudaStreamEndCapture(st, &g));
+    QSA_CUDA(cudaGraphInstantiate(&ge, g, 0));
     for (int i = 0; i < 5; ++i)
-        ck(cudaGraphLaunch(ge, st), "graph launch");
-    for (int r = 0; r < runs; ++r) {
-        Laps l(st);
-        l.mark("start");
-        ck(cudaGraphLaunch(ge, st), "graph launch");
-        l.mark("t");
-        graphT.push_back(l.sums()["t"]);
-    }
+        QSA_CUDA(cudaGraphLaunch(ge, st));
+    std::vector<double> const graphT = timeRuns(runs, st, [&] { QSA_CUDA(cudaGraphLaunch(ge, st)); });
     // Stages on their own.
     auto* qn = mem.alloc<uint16_t>(size_t(B) * 512);
     auto* logits = mem.alloc<float>(size_t(B) * maxBlocks);
@@ -343,7 +321,6 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
     }
     cudaGraphExecDestroy(ge);
     cudaGraphDestroy(g);
-    cudaStreamDestroy(st);
 }
 
 } // namespace
@@ -359,7 +336,7 @@ int main(int argc, char** argv) {
     }
     try {
         cudaDeviceProp prop{};
-        ck(cudaGetDeviceProperties(&prop, 0), "props");
+        QSA_CUDA(cudaGetDeviceProperties(&prop, 0));
         Floors fl = measureFloors();
         std::printf("# QSA indexer bench on %s (%d SMs), %s, median of %d runs after warm-up\n", prop.name,
                     prop.multiProcessorCount, dt.c_str(), runs);
@@ -367,18 +344,12 @@ int main(int argc, char** argv) {
                     fl.flops / 1e12, fl.bw / 1e9, fl.bwKernel / 1e9, fl.bwMemcpy / 1e9);
         bool bf = dt == "bf16";
         auto prefill = [&](int32_t B, int32_t S) {
-            if (bf) {
-                benchPrefill<__nv_bfloat16>("bf16", true, B, S, runs, fl);
-            } else {
-                benchPrefill<half>("half", false, B, S, runs, fl);
-            }
+            bf ? benchPrefill<__nv_bfloat16>("bf16", true, B, S, runs, fl)
+               : benchPrefill<half>("half", false, B, S, runs, fl);
         };
         auto decode = [&](int32_t B, int32_t c) {
-            if (bf) {
-                benchDecode<__nv_bfloat16>("bf16", true, B, c, runs, fl);
-            } else {
-                benchDecode<half>("half", false, B, c, runs, fl);
-            }
+            bf ? benchDecode<__nv_bfloat16>("bf16", true, B, c, runs, fl)
+               : benchDecode<half>("half", false, B, c, runs, fl);
         };
         prefill(1, 32768);
         prefill(8, 4096);

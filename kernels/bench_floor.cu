@@ -2,19 +2,12 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <stdexcept>
-#include <string>
-
 #include "kernels/bench_floor.h"
+#include "testing/device_buffer.h"
 
 namespace qsa {
 namespace bench {
 namespace {
-
-void check(cudaError_t e, char const* what) {
-    if (e != cudaSuccess)
-        throw std::runtime_error(std::string("bench: ") + what + ": " + cudaGetErrorString(e));
-}
 
 constexpr int kChains = 8;
 constexpr int kIters = 4096;
@@ -62,30 +55,20 @@ __global__ void fillKernel(uint16_t* p, size_t n, uint32_t seed, bool isBf16) {
     }
 }
 
-__global__ void cosSinKernel(float* p, int32_t numPos) {
-    int32_t pos = blockIdx.x;
-    int i = threadIdx.x;
-    if (pos >= numPos || i >= 32)
-        return;
-    double theta = static_cast<double>(pos) * pow(10000.0, -static_cast<double>(i) / 32.0);
-    p[size_t(pos) * 64 + i] = static_cast<float>(cos(theta));
-    p[size_t(pos) * 64 + 32 + i] = static_cast<float>(sin(theta));
-}
-
 // Seconds for `reps` calls of launch() on the legacy stream, timed with a pair of CUDA events.
 template <typename Launch>
 double timeLaunches(int reps, Launch launch) {
     cudaEvent_t e0, e1;
-    check(cudaEventCreate(&e0), "event");
-    check(cudaEventCreate(&e1), "event");
-    check(cudaEventRecord(e0), "record");
+    QSA_CUDA(cudaEventCreate(&e0));
+    QSA_CUDA(cudaEventCreate(&e1));
+    QSA_CUDA(cudaEventRecord(e0));
     for (int r = 0; r < reps; ++r) {
         launch();
     }
-    check(cudaEventRecord(e1), "record");
-    check(cudaEventSynchronize(e1), "sync");
+    QSA_CUDA(cudaEventRecord(e1));
+    QSA_CUDA(cudaEventSynchronize(e1));
     float ms = 0;
-    check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+    QSA_CUDA(cudaEventElapsedTime(&ms, e0, e1));
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
     return ms * 1e-3;
@@ -93,8 +76,8 @@ double timeLaunches(int reps, Launch launch) {
 
 int smCount() {
     int dev = 0, sms = 0;
-    check(cudaGetDevice(&dev), "cudaGetDevice");
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "sm count");
+    QSA_CUDA(cudaGetDevice(&dev));
+    QSA_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     return sms;
 }
 
@@ -102,7 +85,7 @@ int smCount() {
 
 double timeFmaKernel(int reps, double* flop) {
     float* sink = nullptr;
-    check(cudaMalloc(&sink, 1024 * sizeof(float)), "cudaMalloc");
+    QSA_CUDA(cudaMalloc(&sink, 1024 * sizeof(float)));
     int blocks = smCount() * 8, threads = 256;
     auto launch = [&] { fmaKernel<<<blocks, threads>>>(sink, 0.999f, 0.001f); };
     launch(); // warm-up
@@ -122,14 +105,15 @@ double timeCopyKernel(void* dst, void const* src, size_t bytes, int reps) {
     return timeLaunches(reps, launch);
 }
 
-void fillRandomT(uint16_t* p, size_t n, uint32_t seed, bool isBf16, cudaStream_t stream) {
-    fillKernel<<<1024, 256, 0, stream>>>(p, n, seed, isBf16);
-    check(cudaGetLastError(), "fillKernel");
+double timeMemcpy(void* dst, void const* src, size_t bytes, int reps) {
+    auto launch = [&] { QSA_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice)); };
+    launch(); // warm-up
+    return timeLaunches(reps, launch);
 }
 
-void fillCosSin(float* p, int32_t numPos, cudaStream_t stream) {
-    cosSinKernel<<<numPos, 32, 0, stream>>>(p, numPos);
-    check(cudaGetLastError(), "cosSinKernel");
+void fillRandomT(uint16_t* p, size_t n, uint32_t seed, bool isBf16, cudaStream_t stream) {
+    fillKernel<<<1024, 256, 0, stream>>>(p, n, seed, isBf16);
+    QSA_CUDA(cudaGetLastError());
 }
 
 } // namespace bench

@@ -1,5 +1,5 @@
 // Device helpers of //kernels:bench: the machine's own floors measured in the same run (FP32 FMA rate,
-// device-to-device copy bandwidth) and a deterministic device-side fill of T inputs.
+// device-to-device copy bandwidth of a kernel and of cudaMemcpy) and a deterministic device-side fill of T inputs.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,8 +20,8 @@ double timeCopyKernel(void* dst, void const* src, size_t bytes, int reps);
 // deterministic in (seed, index).
 void fillRandomT(uint16_t* p, size_t n, uint32_t seed, bool isBf16, cudaStream_t stream);
 
-// Fills cosSin [numPos, 64] with a neox rope table (base 10000).
-void fillCosSin(float* p, int32_t numPos, cudaStream_t stream);
+// Seconds for `reps` device-to-device cudaMemcpyAsync of `bytes` on the legacy stream.
+double timeMemcpy(void* dst, void const* src, size_t bytes, int reps);
 
 } // namespace bench
 } // namespace qsa

@@ -22,9 +22,9 @@ void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::
     std::vector<float> cs = makeCosSin(maxCtx);
     std::vector<uint16_t> wQ = makeGamma(dt, g, rng), wK = makeGamma(dt, g, rng);
     ref::HostPool hp = makeHostPool(dt, B, dims, pages, rng);
-    std::string p = params(dtName(dt), " B=", B, " ctx=", ctxStr(ctx), " maxBlocks=", maxBlocks, " ", poolParams(dims),
-                           pages == Pages::kHoles ? " holes" : " full", " qk=", modeName(m), " gamma=", gammaName(g),
-                           " eps=", eps, " seed=", seed);
+    std::string p =
+        params(dtName(dt), " B=", B, " ctx=", ctxStr(ctx), " maxBlocks=", maxBlocks, " ", poolParams(dims),
+               pagesName(pages), " qk=", modeName(m), " gamma=", gammaName(g), " eps=", eps, " seed=", seed);
     SCOPED_TRACE(p);
     size_t n = size_t(B) * ref::kNumHeads * ref::kHeadDim;
     std::vector<uint16_t> expect(n, 0xFFFF);
@@ -35,12 +35,10 @@ void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::
     DevBuf<float> dCs(cs);
     DevBuf<int32_t> dCtx(ctx);
     out.fillBytes(0xFF);
-    Stream st;
-    kn::launchQsaDecodePrep<T>(reinterpret_cast<T*>(out.get()), reinterpret_cast<T const*>(dQk.get()), dCs.get(),
-                               dCtx.get(), reinterpret_cast<T const*>(dWq.get()), reinterpret_cast<T const*>(dWk.get()),
-                               eps, dp.state(), B, maxBlocks, st.get());
-    st.sync();
-    QSA_CUDA(cudaGetLastError());
+    onStream([&](cudaStream_t stream) {
+        kn::launchQsaDecodePrep<T>(out.as<T>(), dQk.as<T const>(), dCs.get(), dCtx.get(), dWq.as<T const>(),
+                                   dWk.as<T const>(), eps, dp.state(), B, maxBlocks, stream);
+    });
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"qNormed", p, ref::kHeadDim, dt}));
     EXPECT_TRUE(bitsEqual(hp.data, dp.data.download(), {"pool", p, size_t(dims.poolHeadDim), dt}));
 }

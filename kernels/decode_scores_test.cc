@@ -18,8 +18,7 @@ void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::
     ref::HostPool hp = makeHostPool(dt, B, dims, pages, rng);
     hp.data = randomT(dt, hp.data.size(), poolMode, rng);
     std::string p = params(dtName(dt), " B=", B, " ctx=", ctxStr(ctx), " maxBlocks=", maxBlocks, " ", poolParams(dims),
-                           pages == Pages::kHoles ? " holes" : " full", " q=", modeName(qMode),
-                           " pool=", modeName(poolMode), " seed=", seed);
+                           pagesName(pages), " q=", modeName(qMode), " pool=", modeName(poolMode), " seed=", seed);
     SCOPED_TRACE(p);
     size_t n = size_t(B) * maxBlocks;
     float const poison = bitsFloat(0x7FC0BEEFu);
@@ -30,11 +29,9 @@ void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::
     DevBuf<int32_t> dCtx(ctx);
     DevBuf<float> out(n);
     out.upload(std::vector<float>(n, poison));
-    Stream st;
-    kn::launchQsaDecodeScores<T>(out.get(), reinterpret_cast<T const*>(dq.get()), dCtx.get(), dp.state(), B, maxBlocks,
-                                 st.get());
-    st.sync();
-    QSA_CUDA(cudaGetLastError());
+    onStream([&](cudaStream_t stream) {
+        kn::launchQsaDecodeScores<T>(out.get(), dq.as<T const>(), dCtx.get(), dp.state(), B, maxBlocks, stream);
+    });
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"logits", p, size_t(maxBlocks), dt}));
     EXPECT_TRUE(bitsEqual(hp.data, dp.data.download(), {"pool (read only)", p, size_t(dims.poolHeadDim), dt}));
 }

@@ -93,10 +93,9 @@ void runCase(std::vector<SelRow> const& rows, int32_t maxBlocks, uint64_t seed) 
     DevBuf<float> dLogits(logits);
     DevBuf<int32_t> dCtx(ctx), out(n);
     out.fillBytes(0x5A);
-    Stream st;
-    kn::launchQsaDecodeSelect(out.get(), dLogits.get(), dCtx.get(), B, maxBlocks, st.get());
-    st.sync();
-    QSA_CUDA(cudaGetLastError());
+    onStream([&](cudaStream_t stream) {
+        kn::launchQsaDecodeSelect(out.get(), dLogits.get(), dCtx.get(), B, maxBlocks, stream);
+    });
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"outIdx", p, size_t(ref::kIndexWidth)}));
     EXPECT_TRUE(bitsEqual(logits, dLogits.download<float>(), {"logits (read only)", p, size_t(maxBlocks)}));
 }
@@ -159,9 +158,7 @@ TEST(ZeroSplitCountersTest, OnlyRowsBelowBatch) {
         std::vector<int32_t> expect = init;
         ref::zeroSplitCounters(expect.data(), bk.first, bk.second);
         DevBuf<int32_t> d(init);
-        Stream st;
-        kn::launchQsaZeroSplitCounters(d.get(), bk.first, bk.second, st.get());
-        st.sync();
+        onStream([&](cudaStream_t stream) { kn::launchQsaZeroSplitCounters(d.get(), bk.first, bk.second, stream); });
         std::string p = params("batchSize=", bk.first, " numKVHeads=", bk.second);
         EXPECT_TRUE(bitsEqual(expect, d.download(), {"splitCounters", p, size_t(bk.second)}));
     }

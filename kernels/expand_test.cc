@@ -33,10 +33,9 @@ void runCase(ECase k, uint64_t seed) {
     ref::expand(expect.data(), ids.data(), k.ctx.data(), k.B, k.S, k.rowBegin, k.rowEnd);
     DevBuf<int32_t> dIds(ids), dCtx(k.ctx), out(n);
     out.fillBytes(0x5A);
-    Stream st;
-    kn::launchQsaExpand(out.get(), dIds.get(), dCtx.get(), k.B, k.S, k.rowBegin, k.rowEnd, st.get());
-    st.sync();
-    QSA_CUDA(cudaGetLastError());
+    onStream([&](cudaStream_t stream) {
+        kn::launchQsaExpand(out.get(), dIds.get(), dCtx.get(), k.B, k.S, k.rowBegin, k.rowEnd, stream);
+    });
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"outIdx", p, size_t(ref::kIndexWidth)}));
 }
 

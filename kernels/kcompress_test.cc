@@ -54,22 +54,23 @@ void runCase(DType dt, KCase k, bool paged, Pages pages, uint64_t seed) {
     DevBuf<int32_t> dCtx(k.ctx);
     out.fillBytes(0xFF);
     DevPool dp(hp);
-    Stream st;
     if (paged) {
         ref::kCompressPaged(dt, expect.data(), qk.data(), cosSin.data(), k.ctx.data(), wK.data(), eps, k.B, k.S,
                             numBlocks, k.blockBegin, k.blockEnd, k.pastLen, viewOf(hp));
-        kn::launchQsaKCompressPaged<T>(reinterpret_cast<T*>(out.get()), reinterpret_cast<T const*>(dQk.get()),
-                                       dCs.get(), dCtx.get(), reinterpret_cast<T const*>(dW.get()), eps, k.B, k.S,
-                                       numBlocks, k.blockBegin, k.blockEnd, k.pastLen, dp.state(), st.get());
     } else {
         ref::kCompress(dt, expect.data(), qk.data(), cosSin.data(), k.ctx.data(), wK.data(), eps, k.B, k.S, numBlocks,
                        k.blockBegin, k.blockEnd, k.pastLen);
-        kn::launchQsaKCompress<T>(reinterpret_cast<T*>(out.get()), reinterpret_cast<T const*>(dQk.get()), dCs.get(),
-                                  dCtx.get(), reinterpret_cast<T const*>(dW.get()), eps, k.B, k.S, numBlocks,
-                                  k.blockBegin, k.blockEnd, k.pastLen, st.get());
     }
-    st.sync();
-    QSA_CUDA(cudaGetLastError());
+    onStream([&](cudaStream_t stream) {
+        if (paged) {
+            kn::launchQsaKCompressPaged<T>(out.as<T>(), dQk.as<T const>(), dCs.get(), dCtx.get(), dW.as<T const>(), eps,
+                                           k.B, k.S, numBlocks, k.blockBegin, k.blockEnd, k.pastLen, dp.state(),
+                                           stream);
+        } else {
+            kn::launchQsaKCompress<T>(out.as<T>(), dQk.as<T const>(), dCs.get(), dCtx.get(), dW.as<T const>(), eps, k.B,
+                                      k.S, numBlocks, k.blockBegin, k.blockEnd, k.pastLen, stream);
+        }
+    });
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"kbar", p, ref::kHeadDim, dt}));
     // The dense launcher touches no pool cell; the paged one only V-tails of valid blocks.
     EXPECT_TRUE(bitsEqual(hp.data, dp.data.download(), {"pool", p, size_t(dims.poolHeadDim), dt}));
@@ -95,22 +96,21 @@ TYPED_TEST(KCompressTest, Dense) {
         runCase<typename TypeParam::T>(TypeParam::kDt, k, false, Pages::kFull, seed++);
 }
 
-TYPED_TEST(KCompressTest, PagedFullTable) {
-    uint64_t seed = 200;
+// The paged launcher on every case that fits the table (6 slots of 128 tokens), seeds from `seed`.
+template <typename P>
+void pagedCases(Pages pages, uint64_t seed) {
     for (KCase const& k : cases()) {
-        if (k.pastLen + k.S > 6 * 128)
-            continue;
-        runCase<typename TypeParam::T>(TypeParam::kDt, k, true, Pages::kFull, seed++);
+        if (k.pastLen + k.S <= 6 * 128)
+            runCase<typename P::T>(P::kDt, k, true, pages, seed++);
     }
 }
 
+TYPED_TEST(KCompressTest, PagedFullTable) {
+    pagedCases<TypeParam>(Pages::kFull, 200);
+}
+
 TYPED_TEST(KCompressTest, PagedHolesNeverDereferenced) {
-    uint64_t seed = 300;
-    for (KCase k : cases()) {
-        if (k.pastLen + k.S > 6 * 128)
-            continue;
-        runCase<typename TypeParam::T>(TypeParam::kDt, k, true, Pages::kHoles, seed++);
-    }
+    pagedCases<TypeParam>(Pages::kHoles, 300);
     // Sequences longer than maxPagesPerSeq * 128: slot indices past the table are dropped.
     runCase<typename TypeParam::T>(TypeParam::kDt, {2, 1001, {1001, 800}, 0, 0, -1, Mode::kNormal, Gamma::kSmall}, true,
                                    Pages::kHoles, 399);
@@ -125,16 +125,15 @@ void runScatter(DType dt, int32_t B, int32_t S, std::vector<int32_t> ctx, Pages 
     poisonPaddedRows(dt, qk, B, S, ctx);
     ref::HostPool hp = makeHostPool(dt, B, dims, pages, rng);
     std::string p = params(dtName(dt), " B=", B, " S=", S, " ctx=", ctxStr(ctx), " ", poolParams(dims),
-                           pages == Pages::kHoles ? " holes" : " full", " seed=", seed);
+                           pagesName(pages), " seed=", seed);
     SCOPED_TRACE(p);
     DevBuf<uint16_t> dQk(qk);
     DevBuf<int32_t> dCtx(ctx);
     DevPool dp(hp);
-    Stream st;
     ref::rawKTailScatter(dt, qk.data(), ctx.data(), B, S, viewOf(hp));
-    kn::launchQsaRawKTailScatter<T>(reinterpret_cast<T const*>(dQk.get()), dCtx.get(), B, S, dp.state(), st.get());
-    st.sync();
-    QSA_CUDA(cudaGetLastError());
+    onStream([&](cudaStream_t stream) {
+        kn::launchQsaRawKTailScatter<T>(dQk.as<T const>(), dCtx.get(), B, S, dp.state(), stream);
+    });
     EXPECT_TRUE(bitsEqual(hp.data, dp.data.download(), {"pool", p, size_t(dims.poolHeadDim), dt}));
 }
 

@@ -12,7 +12,6 @@ namespace qsa {
 namespace ktest {
 namespace {
 
-using T = half;
 namespace hook = kn::qsa_test;
 
 constexpr int32_t kB = 2, kS = 40, kMaxBlocks = 16;
@@ -20,16 +19,8 @@ constexpr int32_t kB = 2, kS = 40, kMaxBlocks = 16;
 struct Bufs : RunnerBufs {
     // Page table [B, 2, 1]: sequence 0 K 0, V 2; sequence 1 K 1, V 3 (numPages 2, one KV head).
     Bufs() : RunnerBufs(kB, kS, kMaxBlocks, {40, 13}, {2, 1, 1, 384, 256}, {0, 2, 1, 3}) {}
-    void prefill() {
-        kn::runQsaIndexerPrefill<T>(out.get(), reinterpret_cast<T const*>(qk.get()), cs.get(), ctx.get(),
-                                    reinterpret_cast<T const*>(wQ.get()), reinterpret_cast<T const*>(wK.get()), 1e-6f,
-                                    ws.get(), ws.bytes(), kB, kS, &pool, nullptr);
-    }
-    void decode() {
-        kn::runQsaIndexerDecode<T>(out.get(), reinterpret_cast<T const*>(qk.get()), cs.get(), ctx.get(),
-                                   reinterpret_cast<T const*>(wQ.get()), reinterpret_cast<T const*>(wK.get()), 1e-6f,
-                                   pool, split.get(), dWs.get(), dWs.bytes(), kB, kMaxBlocks, nullptr);
-    }
+    void prefill() { RunnerBufs::prefill(wsBytes, kS, &pool); }
+    void decode() { RunnerBufs::decode(split.get()); }
 };
 
 // fn() must throw a std::runtime_error whose message names `function` and the invalid configuration.

@@ -29,7 +29,7 @@ void checkCase(PrefillSpec const& s, bool withPool, Pages pages = Pages::kFull) 
     ref::PoolDims dims{s.B * pagesPerSeq + 2, pagesPerSeq, 2, 384, 256};
     c.hasPool = true;
     c.pool = makeHostPool(dt, s.B, dims, pages, rng);
-    std::string pp = p + " " + poolParams(dims) + (pages == Pages::kHoles ? " holes" : " full");
+    std::string pp = p + " " + poolParams(dims) + pagesName(pages);
     ref::PrefillResult rp = ref::runPrefill(c);
     EXPECT_TRUE(bitsEqual(r.outIdx, rp.outIdx, {"reference outIdx with pool vs without", pp, 2051}));
     std::vector<uint16_t> poolAfter;
@@ -167,10 +167,7 @@ TYPED_TEST(PrefillTest, LongSequenceSampledRows) {
     for (size_t i = 0; i < rows.size(); ++i) {
         std::copy_n(&out[size_t(rows[i]) * ref::kIndexWidth], ref::kIndexWidth, &got[i * ref::kIndexWidth]);
     }
-    std::ostringstream rs;
-    for (size_t i = 0; i < rows.size(); ++i)
-        rs << (i ? "," : "") << rows[i];
-    EXPECT_TRUE(bitsEqual(expect, got, {"outIdx sampled rows", p + " rows(in order)=" + rs.str(), 2051}));
+    EXPECT_TRUE(bitsEqual(expect, got, {"outIdx sampled rows", p + " rows(in order)=" + ctxStr(rows), 2051}));
 }
 
 } // namespace

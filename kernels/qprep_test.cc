@@ -18,14 +18,9 @@ struct QCase {
 
 template <typename T>
 void runCase(DType dt, QCase const& q, uint64_t seed) {
-    PrefillSpec s;
-    s.B = q.B;
-    s.S = q.S;
-    s.ctx = q.ctx;
-    s.qk = q.qk;
+    PrefillSpec s = prefillSpec(q.B, q.S, q.ctx, seed, q.qk);
     s.gamma = q.gamma;
     s.rmsEps = q.eps;
-    s.seed = seed;
     std::string p = specStr(dt, s);
     SCOPED_TRACE(p);
     ref::PrefillCase c = makePrefillCase(dt, s);
@@ -39,11 +34,10 @@ void runCase(DType dt, QCase const& q, uint64_t seed) {
     DevBuf<float> cs(c.cosSin);
     DevBuf<int32_t> ctx(c.contextLengths);
     out.fillBytes(0xFF);
-    Stream st;
-    kn::launchQsaQPrep<T>(reinterpret_cast<T*>(out.get()), reinterpret_cast<T const*>(qk.get()), cs.get(), ctx.get(),
-                          reinterpret_cast<T const*>(wQ.get()), c.rmsEps, q.B, q.S, st.get());
-    st.sync();
-    QSA_CUDA(cudaGetLastError());
+    onStream([&](cudaStream_t stream) {
+        kn::launchQsaQPrep<T>(out.as<T>(), qk.as<T const>(), cs.get(), ctx.get(), wQ.as<T const>(), c.rmsEps, q.B, q.S,
+                              stream);
+    });
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"qNormed", p, ref::kHeadDim, dt}));
 }
 

@@ -43,11 +43,10 @@ void runCase(DType dt, SCase k, uint64_t seed) {
     DevBuf<int32_t> dCtx(k.ctx);
     DevBuf<float> out(n);
     out.upload(std::vector<float>(n, bitsFloat(0x7FC12345u)));
-    Stream st;
-    kn::launchQsaScores<T>(out.get(), reinterpret_cast<T const*>(dq.get()), reinterpret_cast<T const*>(dk.get()),
-                           dCtx.get(), k.B, k.S, k.rowBegin, k.rowEnd, st.get());
-    st.sync();
-    QSA_CUDA(cudaGetLastError());
+    onStream([&](cudaStream_t stream) {
+        kn::launchQsaScores<T>(out.get(), dq.as<T const>(), dk.as<T const>(), dCtx.get(), k.B, k.S, k.rowBegin,
+                               k.rowEnd, stream);
+    });
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"logits", p, size_t(MB), dt}));
 }
 
@@ -94,9 +93,7 @@ TEST(IdsFillTest, MatchesReference) {
         ref::idsFill(expect.data(), rc.first, rc.second);
         DevBuf<int32_t> out(n + 64);
         out.upload(std::vector<int32_t>(n + 64, -7));
-        Stream st;
-        kn::launchQsaIdsFill(out.get(), rc.first, rc.second, st.get());
-        st.sync();
+        onStream([&](cudaStream_t stream) { kn::launchQsaIdsFill(out.get(), rc.first, rc.second, stream); });
         EXPECT_TRUE(bitsEqual(expect, out.download(), {"ids", p, size_t(rc.second)}));
     }
 }

@@ -80,10 +80,9 @@ void runCase(int32_t rows, int32_t cols, Keys kind, bool idsValues, uint64_t see
     size_t tempBytes = kn::getQsaSortTempBytes(rows, cols);
     DevBuf<uint8_t> temp(tempBytes);
     temp.fillBytes(0xFF);
-    Stream st;
-    kn::launchQsaSortRows(kIn.get(), kOut.get(), vIn.get(), vOut.get(), rows, cols, temp.get(), tempBytes, st.get());
-    st.sync();
-    QSA_CUDA(cudaGetLastError());
+    onStream([&](cudaStream_t stream) {
+        kn::launchQsaSortRows(kIn.get(), kOut.get(), vIn.get(), vOut.get(), rows, cols, temp.get(), tempBytes, stream);
+    });
     EXPECT_TRUE(bitsEqual(eVals, vOut.download(), {"sorted values", p, size_t(cols)}));
     EXPECT_TRUE(bitsEqual(eKeys, kOut.download<float>(), {"sorted keys", p, size_t(cols)}));
     EXPECT_TRUE(bitsEqual(keys, kIn.download<float>(), {"keysIn (must be unchanged)", p, size_t(cols)}));

@@ -14,63 +14,6 @@ char const* dtName(DType dt) {
     return dt == DType::kHalf ? "half" : "bf16";
 }
 
-uint32_t floatBits(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
-
-float bitsFloat(uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
-
-// Round-to-nearest-even float -> half, written from the IEEE definitions (binary16: 5-bit exponent,
-// bias 15, 10-bit mantissa; subnormal unit 2^-24).
-static uint16_t floatToHalf(float f) {
-    uint32_t x = floatBits(f);
-    uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-    uint32_t ax = x & 0x7FFFFFFFu;
-    if (ax > 0x7F800000u)
-        return 0x7FFF;
-    if (ax >= 0x47800000u)
-        return sign | 0x7C00; // >= 65536: inf (65520 ties up below)
-    if (ax >= 0x38800000u) {  // half normal range
-        ax += 0xFFFu + ((ax >> 13) & 1u);
-        uint32_t h = (ax - 0x38000000u) >> 13;
-        return sign | static_cast<uint16_t>(h >= 0x7C00u ? 0x7C00u : h);
-    }
-    float q = std::fabs(f) * 16777216.0f; // exact: scaling by 2^24
-    return sign | static_cast<uint16_t>(std::nearbyint(q));
-}
-
-static float halfToFloat(uint16_t h) {
-    uint32_t sign = (uint32_t(h) & 0x8000u) << 16;
-    uint32_t e = (h >> 10) & 0x1F, m = h & 0x3FF;
-    if (e == 0) {
-        float v = std::ldexp(static_cast<float>(m), -24);
-        return sign ? -v : v;
-    }
-    if (e == 31)
-        return bitsFloat(sign | 0x7F800000u | (m << 13));
-    return bitsFloat(sign | ((e - 15 + 127) << 23) | (m << 13));
-}
-
-uint16_t toT(DType dt, float f) {
-    if (dt == DType::kHalf)
-        return floatToHalf(f);
-    uint32_t u = floatBits(f);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u)
-        return 0x7FFF;
-    u += 0x7FFFu + ((u >> 16) & 1u);
-    return static_cast<uint16_t>(u >> 16);
-}
-
-float fromT(DType dt, uint16_t bits) {
-    return dt == DType::kHalf ? halfToFloat(bits) : bitsFloat(uint32_t(bits) << 16);
-}
-
 uint16_t tPosInf(DType dt) {
     return dt == DType::kHalf ? 0x7C00 : 0x7F80;
 }
@@ -122,102 +65,44 @@ static float randomValue(Mode m, Rng& rng) {
 }
 
 std::vector<uint16_t> randomT(DType dt, size_t n, Mode m, Rng& rng) {
+    // kSpecial's patterns: +-inf, a NaN (index 2, its variant drawn), +-0, the smallest subnormal, +-max finite.
+    uint16_t const special[] = {tPosInf(dt),
+                                tNegInf(dt),
+                                0,
+                                0x0000,
+                                0x8000,
+                                0x0001,
+                                tMaxFinite(dt),
+                                static_cast<uint16_t>(0x8000 | tMaxFinite(dt))};
     std::vector<uint16_t> v(n);
     for (size_t i = 0; i < n; ++i) {
         if (m == Mode::kSpecial && rng() % 32 == 0) {
-            switch (rng() % 8) {
-            case 0:
-                v[i] = tPosInf(dt);
-                break;
-            case 1:
-                v[i] = tNegInf(dt);
-                break;
-            case 2:
-                v[i] = tNaN(dt, static_cast<int>(rng() % 5));
-                break;
-            case 3:
-                v[i] = 0x0000;
-                break;
-            case 4:
-                v[i] = 0x8000;
-                break;
-            case 5:
-                v[i] = 0x0001;
-                break; // smallest subnormal
-            case 6:
-                v[i] = tMaxFinite(dt);
-                break;
-            default:
-                v[i] = 0x8000 | tMaxFinite(dt);
-                break;
-            }
+            uint64_t const k = rng() % 8;
+            v[i] = k == 2 ? tNaN(dt, static_cast<int>(rng() % 5)) : special[k];
             continue;
         }
-        v[i] = toT(dt, randomValue(m, rng));
-    }
-    return v;
-}
-
-std::vector<float> randomF32(size_t n, Mode m, Rng& rng) {
-    std::vector<float> v(n);
-    for (size_t i = 0; i < n; ++i) {
-        if (m == Mode::kSpecial && rng() % 32 == 0) {
-            static uint32_t const s[] = {0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00001u,
-                                         0x00000000u, 0x80000000u, 0x00000001u, 0xFF7FFFFFu};
-            v[i] = bitsFloat(s[rng() % 8]);
-            continue;
-        }
-        v[i] = randomValue(m, rng);
+        v[i] = ref::fromFloat(dt, randomValue(m, rng));
     }
     return v;
 }
 
 std::vector<uint16_t> makeGamma(DType dt, Gamma g, Rng& rng) {
+    // kExtreme's patterns: +-max finite and -1 (1 + w == 0).
+    uint16_t const extreme[] = {tMaxFinite(dt), static_cast<uint16_t>(0x8000 | tMaxFinite(dt)),
+                                ref::fromFloat(dt, -1.0f)};
     std::vector<uint16_t> w(ref::kHeadDim);
     for (auto& x : w) {
-        float small = rng.uniform(-0.5f, 0.5f);
-        x = toT(dt, small);
+        x = ref::fromFloat(dt, rng.uniform(-0.5f, 0.5f));
         if (g == Gamma::kExtreme) {
-            switch (rng() % 4) {
-            case 0:
-                x = tMaxFinite(dt);
-                break;
-            case 1:
-                x = 0x8000 | tMaxFinite(dt);
-                break;
-            case 2:
-                x = toT(dt, -1.0f);
-                break; // 1 + w == 0
-            default:
-                break;
-            }
+            uint64_t const k = rng() % 4;
+            if (k < 3)
+                x = extreme[k];
         } else if (g == Gamma::kSpecial && rng() % 8 == 0) {
-            switch (rng() % 3) {
-            case 0:
-                x = tPosInf(dt);
-                break;
-            case 1:
-                x = tNegInf(dt);
-                break;
-            default:
-                x = tNaN(dt, static_cast<int>(rng() % 5));
-                break;
-            }
+            uint64_t const k = rng() % 3;
+            x = k == 0 ? tPosInf(dt) : (k == 1 ? tNegInf(dt) : tNaN(dt, static_cast<int>(rng() % 5)));
         }
     }
     return w;
-}
-
-std::vector<float> makeCosSin(int32_t numPos) {
-    std::vector<float> cs(size_t(numPos) * 64);
-    for (int32_t p = 0; p < numPos; ++p) {
-        for (int i = 0; i < 32; ++i) {
-            double theta = static_cast<double>(p) * std::pow(10000.0, -static_cast<double>(i) / 32.0);
-            cs[size_t(p) * 64 + i] = static_cast<float>(std::cos(theta));
-            cs[size_t(p) * 64 + 32 + i] = static_cast<float>(std::sin(theta));
-        }
-    }
-    return cs;
 }
 
 void poisonPaddedRows(DType dt, std::vector<uint16_t>& qk, int32_t B, int32_t S, std::vector<int32_t> const& ctx) {
@@ -280,7 +165,8 @@ static std::string showElem(Elem kind, size_t elemBytes, unsigned char const* p,
     if (elemBytes == 2) {
         uint16_t v;
         std::memcpy(&v, p, 2);
-        os << "0x" << std::hex << std::setw(4) << std::setfill('0') << v << std::dec << " (" << fromT(dt, v) << ")";
+        os << "0x" << std::hex << std::setw(4) << std::setfill('0') << v << std::dec << " (" << ref::toFloat(dt, v)
+           << ")";
     } else if (kind == Elem::kF32) {
         uint32_t v;
         std::memcpy(&v, p, 4);
@@ -320,13 +206,20 @@ static std::string showElem(Elem kind, size_t elemBytes, unsigned char const* p,
                                          << o.params << "]" << os.str();
 }
 
-std::string ctxStr(std::vector<int32_t> const& ctx) {
-    std::ostringstream os;
-    os << "{";
-    for (size_t i = 0; i < ctx.size(); ++i)
-        os << (i ? "," : "") << ctx[i];
-    os << "}";
-    return os.str();
+void expectThrows(std::string const& label, std::function<void()> const& fn, std::vector<std::string> const& words) {
+    SCOPED_TRACE(label);
+    try {
+        fn();
+    } catch (std::runtime_error const& e) {
+        std::string msg = e.what();
+        for (auto const& s : words)
+            EXPECT_NE(msg.find(s), std::string::npos) << "message lacks '" << s << "': " << msg;
+        return;
+    } catch (std::exception const& e) {
+        ADD_FAILURE() << "threw a non-runtime_error: " << e.what();
+        return;
+    }
+    ADD_FAILURE() << "did not throw";
 }
 
 PrefillSpec prefillSpec(int32_t B, int32_t S, std::vector<int32_t> ctx, uint64_t seed, Mode qk) {

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <memory>
@@ -26,9 +27,11 @@
 
 #include "kernels/qsaIndexerKernels.h"
 #include "kernels/qsaIndexerRunner.h"
+#include "reference/numerics.h"
 #include "reference/qsaReference.h"
 #include "reference/stages.h"
 #include "testing/device_buffer.h"
+#include "testing/inputs.h"
 #include "testing/rng.h"
 
 namespace qsa {
@@ -71,11 +74,9 @@ struct DTypeNames {
     TYPED_TEST_SUITE(Suite, ::qsa::ktest::DTypes, ::qsa::ktest::DTypeNames)
 
 char const* dtName(DType dt);
-uint32_t floatBits(float f);
-float bitsFloat(uint32_t u);
-// Round-to-nearest-even float -> T bits (NaN -> 0x7FFF), and the exact widening T bits -> float.
-uint16_t toT(DType dt, float f);
-float fromT(DType dt, uint16_t bits);
+// float <-> bits, and float <-> T bits (ref::fromFloat / ref::toFloat): the reference's verified casts.
+using ref::bitsFloat;
+using ref::floatBits;
 // Special patterns of T.
 uint16_t tPosInf(DType dt);
 uint16_t tNegInf(DType dt);
@@ -95,7 +96,6 @@ char const* modeName(Mode m);
 
 using Rng = testlib::Rng; // portable: a seed gives the same inputs with any standard library
 std::vector<uint16_t> randomT(DType dt, size_t n, Mode m, Rng& rng);
-std::vector<float> randomF32(size_t n, Mode m, Rng& rng);
 
 enum class Gamma {
     kSmall,   // uniform in [-0.5, 0.5]
@@ -105,8 +105,10 @@ enum class Gamma {
 char const* gammaName(Gamma g);
 std::vector<uint16_t> makeGamma(DType dt, Gamma g, Rng& rng);
 
-// Neox rope table [numPos, 64] (cos at i, sin at 32 + i, base 10000), computed in double, rounded once.
-std::vector<float> makeCosSin(int32_t numPos);
+// The neox rope table [numPos, 64] of base 10000 (testing/inputs.h).
+inline std::vector<float> makeCosSin(int32_t numPos) {
+    return testlib::ropeTable(10000.0, numPos);
+}
 
 // Overwrites rows t >= ctx[b] of indexQk [B, S, 640] with NaN / inf patterns: those rows must never be read.
 void poisonPaddedRows(DType dt, std::vector<uint16_t>& indexQk, int32_t B, int32_t S, std::vector<int32_t> const& ctx);
@@ -117,6 +119,9 @@ enum class Pages {
     kFull,  // every slot of every sequence has a distinct page of its plane
     kHoles, // some slots -1, out of their plane, or out of range (never dereferenced)
 };
+inline char const* pagesName(Pages p) {
+    return p == Pages::kHoles ? " holes" : " full";
+}
 
 // Host pool (reference/qsaReference.h) with random contents (NaN included), page table per `pages`.
 ref::HostPool makeHostPool(DType dt, int32_t B, ref::PoolDims dims, Pages pages, Rng& rng);
@@ -124,10 +129,7 @@ ref::HostPool makeHostPool(DType dt, int32_t B, ref::PoolDims dims, Pages pages,
 // Device copy of a HostPool.
 struct DevPool {
     explicit DevPool(ref::HostPool const& h) : dims(h.dims), data(h.data), pageTable(h.pageTable) {}
-    kn::QsaIndexerPoolState state() const {
-        return {data.get(),      pageTable.get(),  dims.maxPagesPerSeq, dims.numPages,
-                dims.numKVHeads, dims.poolHeadDim, dims.headSize};
-    }
+    kn::QsaIndexerPoolState state() const { return testlib::poolState(dims, data.get(), pageTable.get()); }
     ref::PoolDims dims;
     DevBuf<uint16_t> data;
     DevBuf<int32_t> pageTable;
@@ -137,10 +139,22 @@ std::string poolParams(ref::PoolDims const& d);
 
 // Device inputs of one prefill [B, S] and one decode [B, maxBlocks] runner call, all zeros, with a zero pool
 // of `dims` and page table `pageTable`: the argument-check and launch-failure tests, which look at errors,
-// not outputs. The workspaces get `wsSlack` bytes more than the runner needs (room to misalign them).
+// not outputs.
 struct RunnerBufs {
     RunnerBufs(int32_t B, int32_t S, int32_t maxBlocks, std::vector<int32_t> const& ctx, ref::PoolDims dims,
-               std::vector<int32_t> const& pageTable, size_t wsSlack = 0);
+               std::vector<int32_t> const& pageTable);
+    // runQsaIndexerPrefill<half> of seqLen rows with wsBytes bytes of workspace and pool state p.
+    void prefill(size_t wsBytes, int32_t seqLen, kn::QsaIndexerPoolState const* p) {
+        kn::runQsaIndexerPrefill<half>(out.get(), qk.as<half const>(), cs.get(), ctx.get(), wQ.as<half const>(),
+                                       wK.as<half const>(), 1e-6f, ws.get(), wsBytes, B, seqLen, p, nullptr);
+    }
+    // runQsaIndexerDecode<half> with splitCounters (may be null).
+    void decode(int32_t* splitCounters) {
+        kn::runQsaIndexerDecode<half>(out.get(), qk.as<half const>(), cs.get(), ctx.get(), wQ.as<half const>(),
+                                      wK.as<half const>(), 1e-6f, pool, splitCounters, dWs.get(), dWsBytes, B,
+                                      maxBlocks, nullptr);
+    }
+    int32_t B, S, maxBlocks;
     DevBuf<uint16_t> qk;
     DevBuf<float> cs;
     DevBuf<int32_t> ctx;
@@ -158,17 +172,26 @@ struct RunnerBufs {
 // Inline (not in test_helper.cc): the runners' size functions pull the whole pipeline into a binary, so only
 // the tests that use RunnerBufs link it (a stage test stays one kernel file plus its launcher).
 inline RunnerBufs::RunnerBufs(int32_t B, int32_t S, int32_t maxBlocks, std::vector<int32_t> const& ctxs,
-                              ref::PoolDims dims, std::vector<int32_t> const& pageTable, size_t wsSlack)
-    : qk(size_t(B) * S * ref::kQkWidth), cs(size_t(S) * 64), ctx(ctxs), wQ(ref::kHeadDim), wK(ref::kHeadDim),
-      out(size_t(B) * S * ref::kIndexWidth),
+                              ref::PoolDims dims, std::vector<int32_t> const& pageTable)
+    : B(B), S(S), maxBlocks(maxBlocks), qk(size_t(B) * S * ref::kQkWidth), cs(size_t(S) * 64), ctx(ctxs),
+      wQ(ref::kHeadDim), wK(ref::kHeadDim), out(size_t(B) * S * ref::kIndexWidth),
       poolBufs(ref::HostPool{
           dims, pageTable,
           std::vector<uint16_t>(size_t(2) * dims.numPages * ref::kTokensPerPage * dims.numKVHeads * dims.poolHeadDim)}),
-      split(size_t(B) * dims.numKVHeads), wsBytes(kn::getQsaIndexerWorkspaceSize(B, S)), ws(wsBytes + wsSlack),
-      dWsBytes(kn::getQsaIndexerDecodeWorkspaceSize(B, maxBlocks)), dWs(dWsBytes + wsSlack), pool(poolBufs.state()) {
+      split(size_t(B) * dims.numKVHeads), wsBytes(kn::getQsaIndexerWorkspaceSize(B, S)), ws(wsBytes),
+      dWsBytes(kn::getQsaIndexerDecodeWorkspaceSize(B, maxBlocks)), dWs(dWsBytes), pool(poolBufs.state()) {
     for (auto* b : {&qk, &wQ, &wK})
         b->fillBytes(0);
     cs.fillBytes(0);
+}
+
+// Runs launch(stream) on a created stream, waits for it and checks that no launch failed.
+template <typename Launch>
+void onStream(Launch launch) {
+    Stream st;
+    launch(st.get());
+    st.sync();
+    QSA_CUDA(cudaGetLastError());
 }
 
 // ---- comparisons -------------------------------------------------------------------------------
@@ -196,8 +219,16 @@ template <typename E>
     return bitsEqualRaw(kind, sizeof(E), expected.data(), actual.data(), expected.size(), o);
 }
 
-// Parameter formatting.
-std::string ctxStr(std::vector<int32_t> const& ctx);
+// Parameter formatting: {a,b,c}.
+template <typename E>
+std::string ctxStr(std::vector<E> const& v) {
+    std::ostringstream os;
+    os << "{";
+    for (size_t i = 0; i < v.size(); ++i)
+        os << (i ? "," : "") << v[i];
+    os << "}";
+    return os.str();
+}
 
 // names[e] of an enum class whose enumerators take the values 0, 1, ... in declaration order ("?" past the
 // end): the names of the cases' modes in parameters and test names.
@@ -206,6 +237,9 @@ char const* enumName(E e, char const* const (&names)[N]) {
     size_t const i = static_cast<size_t>(e);
     return i < N ? names[i] : "?";
 }
+
+// Expects fn() to throw std::runtime_error whose message contains every string of `words`.
+void expectThrows(std::string const& label, std::function<void()> const& fn, std::vector<std::string> const& words);
 
 template <typename... A>
 std::string params(A const&... a) {
@@ -248,21 +282,18 @@ std::vector<int32_t> gpuPrefill(ref::PrefillCase const& c, int wsFill = 0xFF, in
     size_t wsBytes = kn::getQsaIndexerWorkspaceSize(c.batchSize, wsSeqLen > 0 ? wsSeqLen : c.seqLen);
     DevBuf<uint8_t> ws(wsBytes);
     ws.fillBytes(wsFill);
-    std::unique_ptr<DevPool> pool;
-    kn::QsaIndexerPoolState st{};
-    if (c.hasPool && devPool != nullptr) {
-        st = devPool->state();
-    } else if (c.hasPool) {
-        pool = std::make_unique<DevPool>(c.pool);
-        st = pool->state();
+    std::unique_ptr<DevPool> own;
+    if (c.hasPool && devPool == nullptr) {
+        own = std::make_unique<DevPool>(c.pool);
+        devPool = own.get();
     }
-    kn::runQsaIndexerPrefill<T>(out.get(), reinterpret_cast<T const*>(qk.get()), cs.get(), ctx.get(),
-                                reinterpret_cast<T const*>(wQ.get()), reinterpret_cast<T const*>(wK.get()), c.rmsEps,
-                                ws.get(), wsBytes, c.batchSize, c.seqLen, c.hasPool ? &st : nullptr, stream);
+    kn::QsaIndexerPoolState const st = c.hasPool ? devPool->state() : kn::QsaIndexerPoolState{};
+    kn::runQsaIndexerPrefill<T>(out.get(), qk.as<T const>(), cs.get(), ctx.get(), wQ.as<T const>(), wK.as<T const>(),
+                                c.rmsEps, ws.get(), wsBytes, c.batchSize, c.seqLen, c.hasPool ? &st : nullptr, stream);
     QSA_CUDA(cudaStreamSynchronize(stream));
     QSA_CUDA(cudaGetLastError());
     if (poolAfter != nullptr && c.hasPool)
-        *poolAfter = (devPool != nullptr ? devPool : pool.get())->data.download();
+        *poolAfter = devPool->data.download();
     return out.download();
 }
 
