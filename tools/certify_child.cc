@@ -1,5 +1,5 @@
-// Child processes of certify (see certify_child.h): fork + execve with a prepared environment, output through a pipe.
-#include "tools/certify_child.h"
+// Child processes of certify (see certify_plan.h): fork + execve with a prepared environment, output through a pipe.
+#include "tools/certify_plan.h"
 
 #include <fcntl.h>
 #include <poll.h>

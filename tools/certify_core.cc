@@ -119,11 +119,7 @@ std::vector<ContractSpec> parseContracts(bool stage) {
     std::istringstream in(kContractsTsv);
     std::string line;
     while (std::getline(in, line)) {
-        std::vector<std::string> f;
-        std::string cur;
-        std::istringstream ls(line);
-        while (std::getline(ls, cur, '\t'))
-            f.push_back(cur);
+        std::vector<std::string> const f = splitOn(line, '\t');
         if (f.size() < 5 || (f[0] == "stage") != stage || (f[0] != "stage" && f[0] != "contract"))
             continue;
         ContractSpec c;
@@ -206,28 +202,6 @@ std::optional<int64_t> parseFalsifiableAfter(std::string const& message) {
     return std::nullopt;
 }
 
-GtestOutcome parseGtestJson(std::string const& text, std::string const& propertyId) {
-    GtestOutcome o;
-    nlohmann::json const j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.contains("testsuites")) {
-        return o;
-    }
-    for (auto const& suite : j["testsuites"]) {
-        for (auto const& t : suite.value("testsuite", nlohmann::json::array())) {
-            std::string const id = suite.value("name", "") + "." + t.value("name", "");
-            if (id != propertyId || t.value("status", "RUN") != "RUN") {
-                continue;
-            }
-            o.found = true;
-            for (auto const& f : t.value("failures", nlohmann::json::array())) {
-                o.failures.push_back(f.value("failure", ""));
-            }
-            o.passed = o.failures.empty() && t.value("result", "COMPLETED") == "COMPLETED";
-        }
-    }
-    return o;
-}
-
 std::vector<GtestTest> parseGtestJsonAll(std::string const& text) {
     std::vector<GtestTest> out;
     nlohmann::json const j = nlohmann::json::parse(text, nullptr, false);
@@ -253,6 +227,18 @@ std::vector<GtestTest> parseGtestJsonAll(std::string const& text) {
         }
     }
     return out;
+}
+
+GtestOutcome parseGtestJson(std::string const& text, std::string const& propertyId) {
+    GtestOutcome o;
+    for (GtestTest const& t : parseGtestJsonAll(text)) {
+        if (t.id == propertyId) {
+            o.found = true;
+            o.passed = t.status == "PASS";
+            o.failures.insert(o.failures.end(), t.failures.begin(), t.failures.end());
+        }
+    }
+    return o;
 }
 
 std::vector<FailedCheck> parseFailedChecks(std::string const& text) {

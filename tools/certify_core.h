@@ -11,8 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "tools/certify_gpu.h"
-
 namespace qsa {
 namespace certify {
 

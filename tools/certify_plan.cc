@@ -10,8 +10,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "tools/certify_cuda.h"
-
 namespace qsa {
 namespace certify {
 
