@@ -127,7 +127,6 @@ std::vector<ContractSpec> parseContracts(bool stage) {
         c.name = f[2];
         c.levels = splitOn(f[3], ',');
         c.gpuBinary = f[4];
-        c.stage = stage;
         std::string const base = f[4].substr(f[4].find('/') + 1);
         c.test = !stage && base.size() > 4 && base.compare(base.size() - 4, 4, "_gpu") == 0
                      ? base.substr(0, base.size() - 4)
@@ -227,18 +226,6 @@ std::vector<GtestTest> parseGtestJsonAll(std::string const& text) {
         }
     }
     return out;
-}
-
-GtestOutcome parseGtestJson(std::string const& text, std::string const& propertyId) {
-    GtestOutcome o;
-    for (GtestTest const& t : parseGtestJsonAll(text)) {
-        if (t.id == propertyId) {
-            o.found = true;
-            o.passed = t.status == "PASS";
-            o.failures.insert(o.failures.end(), t.failures.begin(), t.failures.end());
-        }
-    }
-    return o;
 }
 
 std::vector<FailedCheck> parseFailedChecks(std::string const& text) {

@@ -1,14 +1,10 @@
 """//tools:certify end to end without a GPU: the built binary in --cpu-dry-run mode against fake children.
 
-The fakes are bash scripts this test writes under --bin-dir (properties/<test>, fixtures/replay_test,
-tools/exhaustive_primitives), each doing one thing per property, fixture test or fake GPU: pass, fail like
-RapidCheck ("Falsifiable after N tests", QSA_CHECK_FAILED), crash by signal 11, hang past --child-timeout,
-exit non-zero after a passing gtest JSON, leave no JSON, mismatch in the exhaustive checks. Asserted are the
-verdicts only (certificate.json read by the strict reader of //python:qsa_fixture, certify's exit code:
-0 PASS, 1 FAIL, 2 setup error, 3 refused; certify_main.cc), never the text or a time; the expected level of
-each check comes from checks/registry.tsv (qsa_fixture.levels), its verdict group from contract section 8
-(profile ieee: "ieee differential", else the level). No assertion depends on timing: the one child meant to
-time out never ends, and the --time-limit case has a first job that outlasts the limit.
+The fakes are bash scripts this test writes under --bin-dir, each doing one thing per property, fixture test
+or fake GPU (pass, fail like RapidCheck, crash, hang, bad exit, no JSON, exhaustive mismatches). Asserted are
+the verdicts of certificate.json (read by //python:qsa_fixture's strict reader) and certify's exit code (0
+PASS, 1 FAIL, 2 setup error, 3 refused), never a time: the one child meant to time out never ends, and the
+--time-limit case has a first job that outlasts the limit. Levels come from checks/registry.tsv.
 
 Run by hand: python3 tools/certify_e2e_test.py bazel-bin/tools/certify
 """
@@ -367,6 +363,7 @@ def test_property_missing_from_registry_is_run_and_fails(work):
     assert_failed_overall(r)
     p = r.properties()["Layout.NotInRegistry"]
     assert p["verdict"] == "FAIL", p
+    assert p["level"] == p["profile"] == "unregistered", p
     assert "Layout.NotInRegistry@0" in r.ran, r.ran
     for check_id in LISTED["layout_test"]:  # core checks under QSA_LEVELS=hardened: not run, not passed
         assert r.properties()[check_id]["verdict"] == "NOT_JUDGED", r.properties()
@@ -488,24 +485,18 @@ def test_time_limit_leaving_jobs_unrun_never_passes(work):
 
 # ---- setup errors and refusals: a documented exit code, no certificate ------------------------------------
 
-def test_listing_failure_is_a_setup_error(work):
+@pytest.mark.parametrize("case,rc", [("listing fails", 2), ("binary missing", 2), ("no SASS", 3)])
+def test_setup_errors_and_refusals(work, case, rc):
+    """Exit 2 when a property binary cannot list its properties or is missing; 3 when the GPU has no SASS
+    (nothing runs)."""
     all_pass(work.bindir, [2])
-    install(work.bindir, "properties/layout_test", script(["echo 'cannot list'", "exit 1"]))
-    r = work("--contracts=2", expect_certificate=False)
-    assert r.rc == 2, r
-
-
-def test_missing_property_binary_is_a_setup_error(work):
-    all_pass(work.bindir, [2])
-    r = work("--contracts=3", expect_certificate=False)
-    assert r.rc == 2, r
-
-
-def test_gpu_without_sass_is_refused(work):
-    all_pass(work.bindir, [2])
-    r = work("--contracts=2", "--fake-sm=70", expect_certificate=False)
-    assert r.rc == 3, r
-    assert r.ran == [], r.ran
+    if case == "listing fails":
+        install(work.bindir, "properties/layout_test", script(["echo 'cannot list'", "exit 1"]))
+    args = {"binary missing": ["--contracts=3"], "no SASS": ["--contracts=2", "--fake-sm=70"]}
+    r = work(*args.get(case, ["--contracts=2"]), expect_certificate=False)
+    assert r.rc == rc, r
+    if case == "no SASS":
+        assert r.ran == [], r.ran
 
 
 if __name__ == "__main__":

@@ -106,8 +106,11 @@ json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, 
     double secs = 0;
     ChildResult const r = runGtestChild(l, run, o, safeName(p.id), c.exe, {"--gtest_filter=" + p.id}, rc, f, secs);
 
-    GtestOutcome const g = parseGtestJson(readFile(f.gtestJson).value_or(""), p.id);
-    bool const pass = r.ok() && g.found && g.passed;
+    std::vector<GtestTest> const tests = parseGtestJsonAll(readFile(f.gtestJson).value_or(""));
+    auto const t = std::find_if(tests.begin(), tests.end(), [&](GtestTest const& x) { return x.id == p.id; });
+    bool const found = t != tests.end();
+    std::vector<std::string> const failures = found ? t->failures : std::vector<std::string>{};
+    bool const pass = r.ok() && found && t->status == "PASS";
     json res = propertyStub(p, pass ? "PASS" : "FAIL");
     res.update({{"budget_scale", budgetScale(o.scale)},
                 {"cases_planned", p.cases ? json(*p.cases) : json()},
@@ -116,16 +119,16 @@ json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, 
                 {"exit", r.describe()},
                 {"fixtures", capturedFixtures(f.outputs)},
                 {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")},
-                {"failures", truncated(g.failures)}});
-    if (!pass && g.failures.empty()) {
-        res["failures"].push_back((g.found ? "" : "property did not run; ") + childError(r, ""));
+                {"failures", truncated(failures)}});
+    if (!pass && failures.empty()) {
+        res["failures"].push_back((found ? "" : "property did not run; ") + childError(r, ""));
     }
     // Cases run: the child's QSA_SEED line when it passed, RapidCheck's "Falsifiable after N tests" when it failed.
     std::optional<int64_t> const seedCases = parseSeedLineCases(r.output, p.id);
     json ran = seedCases ? json(*seedCases) : p.cases ? json(*p.cases) : json();
     if (!pass) {
         ran = json();
-        for (std::string const& f : g.failures) {
+        for (std::string const& f : failures) {
             if (auto n = parseFalsifiableAfter(f)) {
                 ran = *n;
             }
