@@ -76,17 +76,13 @@ def property_behaviour(check_id, what):
         return [f"printf '%s' {quoted(failed)} >\"$json\"", "exit 0"]
     if what == "crash":  # the JSON already says passed, then signal 11
         return [write_pass, "kill -SEGV $$"]
-    if what == "hang":  # the JSON already says passed, then never ends (exec: certify kills this very pid)
-        return [write_pass, "exec sleep 600"]
+    if what == "hang":  # the JSON already says passed, then never ends; its child `sleep` holds the output pipe
+        return [write_pass, "sleep 600"]
     if what == "bad_exit":  # the JSON says passed, the exit code is 3
         return [write_pass, "exit 3"]
     if what == "no_json":  # exit 0 and no gtest JSON at all (e.g. the filter matched nothing)
         return ["exit 0"]
     raise ValueError(what)
-
-
-def script(lines):
-    return "#!/bin/bash\n" + "\n".join(lines) + "\n"
 
 
 def quoted(text):
@@ -95,11 +91,12 @@ def quoted(text):
     return "'" + text + "'"
 
 
-def install(bindir, rel, text):
+def install(bindir, rel, lines):
+    """A bash script of `lines` at bindir/rel."""
     p = os.path.join(bindir, rel)
     os.makedirs(os.path.dirname(p), exist_ok=True)
     with open(p, "w") as f:
-        f.write(text)
+        f.write("#!/bin/bash\n" + "\n".join(lines) + "\n")
     os.chmod(p, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP)
 
 
@@ -125,7 +122,7 @@ def fake_property_binary(bindir, test, behaviours, listed=None):
             lines += ["    " + line for line in property_behaviour(check_id, w)]
             lines.append("    ;;")
     lines += ["esac", 'echo "fake: no behaviour for $filter on GPU $CUDA_VISIBLE_DEVICES"', "exit 64"]
-    install(bindir, os.path.join("properties", test), script(lines))
+    install(bindir, os.path.join("properties", test), lines)
 
 
 def fake_replay(bindir, tests, exit_code):
@@ -133,7 +130,7 @@ def fake_replay(bindir, tests, exit_code):
     lines = ['json=', 'for a in "$@"; do', '  case "$a" in --gtest_output=json:*) json=${a#--gtest_output=json:} ;; esac',
              "done", 'echo "replay@$CUDA_VISIBLE_DEVICES" >>"$FAKE_RAN"',
              f"printf '%s' {quoted(gtest_json(tests))} >\"$json\"", f"exit {exit_code}"]
-    install(bindir, os.path.join("fixtures", "replay_test"), script(lines))
+    install(bindir, os.path.join("fixtures", "replay_test"), lines)
 
 
 def exhaustive_result(what):
@@ -164,7 +161,7 @@ def fake_exhaustive(bindir, per_gpu, sleep_s=0):
             f"printf '%s' {quoted(exhaustive_result(what))} >\"$out\"", f"exit {1 if what == 'mismatch' else 0}"]
         lines += [f"{gpu})"] + ["    " + b for b in body] + ["    ;;"]
     lines += ["esac", "exit 64"]
-    install(bindir, os.path.join("tools", "exhaustive_primitives"), script(lines))
+    install(bindir, os.path.join("tools", "exhaustive_primitives"), lines)
 
 
 def all_pass(bindir, contracts):
@@ -301,6 +298,8 @@ def test_not_selected_is_not_judged_never_pass(work):
     assert r.level("core")["verdict"] == "PASS", r.cert["levels"]
     for g in ["hardened", "ieee differential"]:
         assert r.level(g)["verdict"] == "NOT JUDGED", (g, r.cert["levels"])
+        assert r.level(g)["not_judged"], (g, r.cert["levels"])  # named, never passed
+    assert r.cert["verdict_line"] == "core: PASS, hardened: NOT JUDGED, ieee differential: NOT JUDGED", r.cert
     for check_id, p in r.properties().items():
         if group_of(check_id) == "core":
             assert p["verdict"] == "PASS", p
@@ -491,7 +490,7 @@ def test_setup_errors_and_refusals(work, case, rc):
     (nothing runs)."""
     all_pass(work.bindir, [2])
     if case == "listing fails":
-        install(work.bindir, "properties/layout_test", script(["echo 'cannot list'", "exit 1"]))
+        install(work.bindir, "properties/layout_test", ["echo 'cannot list'", "exit 1"])
     args = {"binary missing": ["--contracts=3"], "no SASS": ["--contracts=2", "--fake-sm=70"]}
     r = work(*args.get(case, ["--contracts=2"]), expect_certificate=False)
     assert r.rc == rc, r

@@ -143,21 +143,29 @@ json suiteStub(SuitePlan const& s, std::string const& error) {
     return {{"name", s.name}, {"binary", s.rel}, {"tests", json::array()}, {"error", error}};
 }
 
+// Where a job's result goes in its GPU's results.
+json& resultOf(Job const& job, GpuRun& run) {
+    return job.suite != nullptr      ? run.suites[job.suite->rel]
+           : job.property != nullptr ? run.properties[job.property->id]
+                                     : run.exhaustive;
+}
+
 // A job not run (--time-limit reached): recorded as a failure (a certificate never passes on work it skipped).
-void recordNotRun(Job const& job, GpuRun& run) {
+json notRunResult(Job const& job) {
     std::string const why = "not run: --time-limit reached";
     if (job.suite != nullptr) {
-        run.suites[job.suite->rel] = suiteStub(*job.suite, why);
-    } else if (job.property == nullptr) {
-        run.exhaustive = {{"verdict", "FAIL"}, {"error", why}};
-    } else {
-        PropertyPlan const& p = *job.property;
-        json& r = run.properties[p.id] = propertyStub(p, "FAIL");
-        r.update({{"cases_planned", p.cases ? json(*p.cases) : json()},
-                  {"cases_run", 0},
-                  {"exit", "not run"},
-                  {"failures", json::array({why})}});
+        return suiteStub(*job.suite, why);
     }
+    if (job.property == nullptr) {
+        return {{"verdict", "FAIL"}, {"error", why}};
+    }
+    PropertyPlan const& p = *job.property;
+    json r = propertyStub(p, "FAIL");
+    r.update({{"cases_planned", p.cases ? json(*p.cases) : json()},
+              {"cases_run", 0},
+              {"exit", "not run"},
+              {"failures", json::array({why})}});
+    return r;
 }
 
 } // namespace
@@ -211,26 +219,19 @@ void runJobs(Options const& o, Plan const& plan, std::vector<GpuRun>& runs, Prog
                         job = queues[i].front();
                         queues[i].pop_front();
                     }
-                    bool const late = o.timeLimitMinutes > 0 && secondsSince(progress.start) > o.timeLimitMinutes * 60;
-                    if (late) {
+                    json r;
+                    if (o.timeLimitMinutes > 0 && secondsSince(progress.start) > o.timeLimitMinutes * 60) {
                         progress.jobDone(true);
-                        std::lock_guard<std::mutex> g(resultsMutex);
-                        recordNotRun(job, runs[i]);
-                        continue;
-                    }
-                    if (job.suite != nullptr) {
-                        json r = runSuite(plan.layout, *job.suite, runs[i], o, plan.sel, progress);
-                        std::lock_guard<std::mutex> g(resultsMutex);
-                        runs[i].suites[job.suite->rel] = r;
+                        r = notRunResult(job);
+                    } else if (job.suite != nullptr) {
+                        r = runSuite(plan.layout, *job.suite, runs[i], o, plan.sel, progress);
                     } else if (job.property == nullptr) {
-                        json r = runExhaustive(plan.layout, runs[i], o, plan.exThreads, progress, i);
-                        std::lock_guard<std::mutex> g(resultsMutex);
-                        runs[i].exhaustive = r;
+                        r = runExhaustive(plan.layout, runs[i], o, plan.exThreads, progress, i);
                     } else {
-                        json r = runProperty(plan.layout, *job.contract, *job.property, runs[i], o, progress);
-                        std::lock_guard<std::mutex> g(resultsMutex);
-                        runs[i].properties[job.property->id] = r;
+                        r = runProperty(plan.layout, *job.contract, *job.property, runs[i], o, progress);
                     }
+                    std::lock_guard<std::mutex> g(resultsMutex);
+                    resultOf(job, runs[i]) = std::move(r);
                 }
             });
         }

@@ -362,18 +362,8 @@ TEST(Verdicts, PerLevelAndProfile) {
     std::string const md = renderMarkdown(c);
     EXPECT_NE(md.find("`Padding.InvalidDecodeRowsAreInert` [level=hardened profile=none]"), std::string::npos) << md;
 
-    // Judging only core without a profile: the hardened and ieee checks are NOT_JUDGED (never a pass).
-    json k = sampleCertificate();
-    k["budget"]["levels"] = "core";
-    k["budget"]["profile"] = "none";
-    k["gpus"][0]["exhaustive"] = {{"verdict", "NOT_JUDGED"}};
-    hard["verdict"] = "NOT_JUDGED";
-    k["gpus"][0]["contracts"][0]["properties"].push_back(hard);
-    computeVerdicts(k);
-    EXPECT_EQ(k["verdict_line"], "core: PASS, hardened: NOT JUDGED, ieee differential: NOT JUDGED");
-    EXPECT_EQ(k["verdict"], "PASS");
-    EXPECT_EQ(k["levels"]["hardened"]["not_judged"].size(), 1u);
-    // A fixture replay suite counting each failed check it names: certify_e2e_test (replay tests).
+    // Judging only core without a profile (NOT JUDGED, never a pass) and a fixture replay suite counting each failed
+    // check it names: certify_e2e_test.
 }
 
 TEST(Parsers, FailedChecksSeedLinesAndCoverage) {
