@@ -315,38 +315,45 @@ def test_not_selected_is_not_judged_never_pass(work):
 
 # ---- (b) failure paths ----------------------------------------------------------------------------------
 
-def test_failing_property_fails_its_level(work):
+def test_failures_fail_their_property_gpu_and_level(work):
+    """Three fake GPUs: 0 passes everything; on 1 a core and a hardened property fail like RapidCheck; on 2 (c)
+    a child is killed by signal 11, one exits 3, one exits 0 with a failure in its JSON and one exits 0 without
+    any JSON. Each FAILS (whatever its gtest JSON said before), and so do its GPU and level; GPU 0 PASSES."""
     all_pass(work.bindir, [2, 3])
-    fake_property_binary(work.bindir, "layout_test", {"Layout.PrefillRowsObeyK4": "pass",
-                                                      "Layout.DecodeRowsObeyK4": "fail"})
-    fake_property_binary(work.bindir, "padding_test", {"Padding.PaddedRowsAllMinusOneAndPoisonIgnored": "pass",
-                                                       "Padding.InvalidDecodeRowsAreInert": "fail",
-                                                       "Padding.ContextLengthsOutsideRangeActClamped": "pass"})
-    r = work("--contracts=2,3")
+    fake_property_binary(work.bindir, "layout_test", {
+        "Layout.PrefillRowsObeyK4": {"0": "pass", "1": "pass", "2": "no_json"},
+        "Layout.DecodeRowsObeyK4": {"0": "pass", "1": "fail", "2": "fail_exit0"}})
+    fake_property_binary(work.bindir, "padding_test", {
+        "Padding.PaddedRowsAllMinusOneAndPoisonIgnored": {"0": "pass", "1": "pass", "2": "crash"},
+        "Padding.InvalidDecodeRowsAreInert": {"0": "pass", "1": "fail", "2": "bad_exit"},
+        "Padding.ContextLengthsOutsideRangeActClamped": "pass"})
+    r = work("--contracts=2,3", "--fake-gpus=3")
     assert_failed_overall(r)
-    assert_never_pass(r, "Layout.DecodeRowsObeyK4")  # core
-    assert_never_pass(r, "Padding.InvalidDecodeRowsAreInert")  # hardened
-    assert r.properties()["Layout.DecodeRowsObeyK4"]["cases_run"] == 3  # "Falsifiable after 3 tests"
+    assert [r.gpu(g)["verdict"] for g in range(3)] == ["PASS", "FAIL", "FAIL"], r
+    assert all(p["verdict"] == "PASS" for p in r.properties(0).values()), r.properties(0)
+    assert failing(r, "core", 0) == [] and failing(r, "hardened", 0) == [], r.cert["levels"]
+    # GPU 1: RapidCheck counterexamples
+    assert_never_pass(r, "Layout.DecodeRowsObeyK4", gpu=1)  # core
+    assert_never_pass(r, "Padding.InvalidDecodeRowsAreInert", gpu=1)  # hardened
+    props = r.properties(1)
+    assert props["Layout.DecodeRowsObeyK4"]["cases_run"] == 3  # "Falsifiable after 3 tests"
     assert any("QSA_CHECK_FAILED Layout.DecodeRowsObeyK4" in f
-               for f in r.properties()["Layout.DecodeRowsObeyK4"]["failures"]), r.properties()
-    assert r.properties()["Layout.PrefillRowsObeyK4"]["verdict"] == "PASS"
+               for f in props["Layout.DecodeRowsObeyK4"]["failures"]), props
+    assert props["Layout.PrefillRowsObeyK4"]["verdict"] == "PASS"
     assert r.level("ieee differential")["verdict"] == "PASS", r.cert["levels"]  # the replay and exhaustive
-    assert failing(r, "core") == ["Layout.DecodeRowsObeyK4"], r.cert["levels"]
-    assert failing(r, "hardened") == ["Padding.InvalidDecodeRowsAreInert"], r.cert["levels"]
-    verdicts = {c["binary"]: c["verdict"] for c in r.gpu()["contracts"]}
+    assert failing(r, "core", 1) == ["Layout.DecodeRowsObeyK4"], r.cert["levels"]
+    assert failing(r, "hardened", 1) == ["Padding.InvalidDecodeRowsAreInert"], r.cert["levels"]
+    verdicts = {c["binary"]: c["verdict"] for c in r.gpu(1)["contracts"]}
     assert verdicts == {"properties/layout_test": "FAIL", "properties/padding_test": "FAIL"}, verdicts
-
-
-def test_failure_on_one_gpu_fails_that_gpu(work):
-    all_pass(work.bindir, [2])
-    fake_property_binary(work.bindir, "layout_test", {"Layout.PrefillRowsObeyK4": "pass",
-                                                      "Layout.DecodeRowsObeyK4": {"0": "pass", "1": "fail"}})
-    r = work("--contracts=2", "--fake-gpus=2")
-    assert_failed_overall(r)
-    assert r.gpu(0)["verdict"] == "PASS" and r.gpu(1)["verdict"] == "FAIL", r
-    assert r.properties(0)["Layout.DecodeRowsObeyK4"]["verdict"] == "PASS"
-    assert_never_pass(r, "Layout.DecodeRowsObeyK4", gpu=1)
-    assert failing(r, "core", 1) == ["Layout.DecodeRowsObeyK4"] and failing(r, "core", 0) == [], r.cert["levels"]
+    # GPU 2: children that crash, exit non-zero or lie
+    props = r.properties(2)
+    for check_id in ["Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "Padding.InvalidDecodeRowsAreInert",
+                     "Layout.PrefillRowsObeyK4", "Layout.DecodeRowsObeyK4"]:
+        assert_never_pass(r, check_id, gpu=2)
+    assert "signal 11" in props["Padding.PaddedRowsAllMinusOneAndPoisonIgnored"]["exit"], props
+    assert props["Padding.InvalidDecodeRowsAreInert"]["exit"] == "exit 3", props
+    assert props["Padding.ContextLengthsOutsideRangeActClamped"]["verdict"] == "PASS", props
+    assert r.level("core")["verdict"] == "FAIL" and r.level("hardened")["verdict"] == "FAIL", r.cert["levels"]
 
 
 def test_property_missing_from_registry_is_run_and_fails(work):
@@ -368,27 +375,6 @@ def test_property_missing_from_registry_is_run_and_fails(work):
         assert r.properties()[check_id]["verdict"] == "NOT_JUDGED", r.properties()
     assert r.gpu()["verdict"] == "FAIL", r.gpu()
     assert r.level("core")["verdict"] == "NOT JUDGED", r.cert["levels"]
-
-
-def test_crash_and_bad_exit_and_lying_json_are_failures(work):
-    """(c) a child killed by signal 11, one exiting 3, one exiting 0 with a failure in its JSON and one
-    exiting 0 without any JSON: each FAILS, whatever its gtest JSON said before."""
-    all_pass(work.bindir, [2, 3])
-    fake_property_binary(work.bindir, "padding_test", {"Padding.PaddedRowsAllMinusOneAndPoisonIgnored": "crash",
-                                                       "Padding.InvalidDecodeRowsAreInert": "bad_exit",
-                                                       "Padding.ContextLengthsOutsideRangeActClamped": "pass"})
-    fake_property_binary(work.bindir, "layout_test", {"Layout.PrefillRowsObeyK4": "no_json",
-                                                      "Layout.DecodeRowsObeyK4": "fail_exit0"})
-    r = work("--contracts=2,3")
-    assert_failed_overall(r)
-    props = r.properties()
-    for check_id in ["Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "Padding.InvalidDecodeRowsAreInert",
-                     "Layout.PrefillRowsObeyK4", "Layout.DecodeRowsObeyK4"]:
-        assert_never_pass(r, check_id)
-    assert "signal 11" in props["Padding.PaddedRowsAllMinusOneAndPoisonIgnored"]["exit"], props
-    assert props["Padding.InvalidDecodeRowsAreInert"]["exit"] == "exit 3", props
-    assert props["Padding.ContextLengthsOutsideRangeActClamped"]["verdict"] == "PASS", props
-    assert r.level("core")["verdict"] == "FAIL" and r.level("hardened")["verdict"] == "FAIL", r.cert["levels"]
 
 
 def test_timed_out_property_is_a_failure(work):
