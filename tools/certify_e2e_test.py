@@ -64,25 +64,20 @@ def rapidcheck_failure(check_id, n):
 def property_behaviour(check_id, what):
     """The bash lines of one property of a fake binary; $json is its --gtest_output file."""
     suite, name = check_id.split(".", 1)
-    passed = gtest_json([(suite, name, "RUN", "COMPLETED", [])])
-    write_pass = f"printf '%s' {quoted(passed)} >\"$json\""
-    if what == "pass":
-        return [f"echo 'QSA_SEED {check_id} base=1 shard=0/1 seed=2 cases=17 of 17'", write_pass, "exit 0"]
-    if what == "fail":  # a RapidCheck counterexample after 3 cases, the way prop.cc reports it
-        failed = gtest_json([(suite, name, "RUN", "COMPLETED", [rapidcheck_failure(check_id, 3)])])
-        return [f"printf '%s' {quoted(failed)} >\"$json\"", "exit 1"]
-    if what == "fail_exit0":  # the JSON says failed, the exit code says 0
-        failed = gtest_json([(suite, name, "RUN", "COMPLETED", [rapidcheck_failure(check_id, 5)])])
-        return [f"printf '%s' {quoted(failed)} >\"$json\"", "exit 0"]
-    if what == "crash":  # the JSON already says passed, then signal 11
-        return [write_pass, "kill -SEGV $$"]
-    if what == "hang":  # the JSON already says passed, then never ends; its child `sleep` holds the output pipe
-        return [write_pass, "sleep 600"]
-    if what == "bad_exit":  # the JSON says passed, the exit code is 3
-        return [write_pass, "exit 3"]
-    if what == "no_json":  # exit 0 and no gtest JSON at all (e.g. the filter matched nothing)
-        return ["exit 0"]
-    raise ValueError(what)
+
+    def write(failures):
+        return f"printf '%s' {quoted(gtest_json([(suite, name, 'RUN', 'COMPLETED', failures)]))} >\"$json\""
+    return {
+        "pass": [f"echo 'QSA_SEED {check_id} base=1 shard=0/1 seed=2 cases=17 of 17'", write([]), "exit 0"],
+        # a RapidCheck counterexample after 3 cases, the way prop.cc reports it
+        "fail": [write([rapidcheck_failure(check_id, 3)]), "exit 1"],
+        "fail_exit0": [write([rapidcheck_failure(check_id, 5)]), "exit 0"],  # the JSON says failed, the exit code 0
+        "crash": [write([]), "kill -SEGV $$"],  # the JSON already says passed, then signal 11
+        # the JSON already says passed, then never ends; its child `sleep` holds the output pipe
+        "hang": [write([]), "sleep 600"],
+        "bad_exit": [write([]), "exit 3"],  # the JSON says passed, the exit code is 3
+        "no_json": ["exit 0"],  # exit 0 and no gtest JSON at all (e.g. the filter matched nothing)
+    }[what]
 
 
 def quoted(text):
