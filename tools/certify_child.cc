@@ -1,9 +1,10 @@
-// Child processes of certify (see certify_child.h): fork + execve with a prepared environment, output through a pipe.
-#include "tools/certify_child.h"
+// Child processes of certify (see certify_plan.h): fork + execve with a prepared environment, output through a pipe.
+#include "tools/certify_plan.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,6 +78,9 @@ ChildResult runChild(ChildSpec const& spec, std::function<void(std::string const
         return r;
     }
     if (pid == 0) {
+        // Its own process group, so that a timeout kills whatever it started too; killed if certify dies.
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         dup2(fds[1], 1);
         dup2(fds[1], 2);
         if (!spec.cwd.empty() && chdir(spec.cwd.c_str()) != 0) {
@@ -88,6 +92,7 @@ ChildResult runChild(ChildSpec const& spec, std::function<void(std::string const
         (void)ignored;
         _exit(127);
     }
+    setpgid(pid, pid); // as the child does: whichever runs first, the group exists before a timeout
     close(fds[1]);
     r.started = true;
     std::ofstream log;
@@ -126,7 +131,7 @@ ChildResult runChild(ChildSpec const& spec, std::function<void(std::string const
         }
         if (!r.timedOut && std::chrono::steady_clock::now() > deadline) {
             r.timedOut = true;
-            kill(pid, SIGKILL);
+            kill(-pid, SIGKILL);
         }
     }
     if (!pending.empty()) {

@@ -119,11 +119,7 @@ std::vector<ContractSpec> parseContracts(bool stage) {
     std::istringstream in(kContractsTsv);
     std::string line;
     while (std::getline(in, line)) {
-        std::vector<std::string> f;
-        std::string cur;
-        std::istringstream ls(line);
-        while (std::getline(ls, cur, '\t'))
-            f.push_back(cur);
+        std::vector<std::string> const f = splitOn(line, '\t');
         if (f.size() < 5 || (f[0] == "stage") != stage || (f[0] != "stage" && f[0] != "contract"))
             continue;
         ContractSpec c;
@@ -131,7 +127,6 @@ std::vector<ContractSpec> parseContracts(bool stage) {
         c.name = f[2];
         c.levels = splitOn(f[3], ',');
         c.gpuBinary = f[4];
-        c.stage = stage;
         std::string const base = f[4].substr(f[4].find('/') + 1);
         c.test = !stage && base.size() > 4 && base.compare(base.size() - 4, 4, "_gpu") == 0
                      ? base.substr(0, base.size() - 4)
@@ -204,28 +199,6 @@ std::optional<int64_t> parseFalsifiableAfter(std::string const& message) {
         return std::stoll(m[1].str());
     }
     return std::nullopt;
-}
-
-GtestOutcome parseGtestJson(std::string const& text, std::string const& propertyId) {
-    GtestOutcome o;
-    nlohmann::json const j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.contains("testsuites")) {
-        return o;
-    }
-    for (auto const& suite : j["testsuites"]) {
-        for (auto const& t : suite.value("testsuite", nlohmann::json::array())) {
-            std::string const id = suite.value("name", "") + "." + t.value("name", "");
-            if (id != propertyId || t.value("status", "RUN") != "RUN") {
-                continue;
-            }
-            o.found = true;
-            for (auto const& f : t.value("failures", nlohmann::json::array())) {
-                o.failures.push_back(f.value("failure", ""));
-            }
-            o.passed = o.failures.empty() && t.value("result", "COMPLETED") == "COMPLETED";
-        }
-    }
-    return o;
 }
 
 std::vector<GtestTest> parseGtestJsonAll(std::string const& text) {

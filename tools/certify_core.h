@@ -11,8 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "tools/certify_gpu.h"
-
 namespace qsa {
 namespace certify {
 
@@ -45,7 +43,6 @@ struct ContractSpec {
     std::string test;                // CPU property test target in //properties ("" for GPU-only stage tests)
     std::string gpuBinary;           // workspace-relative GPU binary, e.g. "properties/layout_test_gpu"
     std::vector<std::string> levels; // levels of its checks (contract section 8)
-    bool stage = false;              // a stage property: this project's launchers, //kernels:qsa_kernels only
 };
 // The eight contracts of section 7, in order, then the stage properties: generated from
 // properties/contracts.bzl (THE contract list) at build time.
@@ -71,15 +68,7 @@ std::vector<std::string> parseGtestList(std::string const& out);
 // RapidCheck's "Falsifiable after N tests" -> N (cases run until the failure), nullopt when absent.
 std::optional<int64_t> parseFalsifiableAfter(std::string const& message);
 
-// One test's outcome from a gtest --gtest_output=json file's contents.
-struct GtestOutcome {
-    bool found = false;
-    bool passed = false;
-    std::vector<std::string> failures; // failure messages
-};
-GtestOutcome parseGtestJson(std::string const& json, std::string const& propertyId);
-
-// Every test of a gtest --gtest_output=json file: id "Suite.Name", status PASS | FAIL | SKIPPED, failures.
+// Every test of a gtest --gtest_output=json file that ran: id "Suite.Name", status PASS | FAIL | SKIPPED, failures.
 struct GtestTest {
     std::string id;
     std::string status;

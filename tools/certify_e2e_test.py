@@ -1,14 +1,10 @@
 """//tools:certify end to end without a GPU: the built binary in --cpu-dry-run mode against fake children.
 
-The fakes are bash scripts this test writes under --bin-dir (properties/<test>, fixtures/replay_test,
-tools/exhaustive_primitives), each doing one thing per property, fixture test or fake GPU: pass, fail like
-RapidCheck ("Falsifiable after N tests", QSA_CHECK_FAILED), crash by signal 11, hang past --child-timeout,
-exit non-zero after a passing gtest JSON, leave no JSON, mismatch in the exhaustive checks. Asserted are the
-verdicts only (certificate.json read by the strict reader of //python:qsa_fixture, certify's exit code:
-0 PASS, 1 FAIL, 2 setup error, 3 refused; certify_main.cc), never the text or a time; the expected level of
-each check comes from checks/registry.tsv (qsa_fixture.levels), its verdict group from contract section 8
-(profile ieee: "ieee differential", else the level). No assertion depends on timing: the one child meant to
-time out never ends, and the --time-limit case has a first job that outlasts the limit.
+The fakes are bash scripts this test writes under --bin-dir, each doing one thing per property, fixture test
+or fake GPU (pass, fail like RapidCheck, crash, hang, bad exit, no JSON, exhaustive mismatches). Asserted are
+the verdicts of certificate.json (read by //python:qsa_fixture's strict reader) and certify's exit code (0
+PASS, 1 FAIL, 2 setup error, 3 refused), never a time: the one child meant to time out never ends, and the
+--time-limit case has a first job that outlasts the limit. Levels come from checks/registry.tsv.
 
 Run by hand: python3 tools/certify_e2e_test.py bazel-bin/tools/certify
 """
@@ -68,29 +64,20 @@ def rapidcheck_failure(check_id, n):
 def property_behaviour(check_id, what):
     """The bash lines of one property of a fake binary; $json is its --gtest_output file."""
     suite, name = check_id.split(".", 1)
-    passed = gtest_json([(suite, name, "RUN", "COMPLETED", [])])
-    write_pass = f"printf '%s' {quoted(passed)} >\"$json\""
-    if what == "pass":
-        return [f"echo 'QSA_SEED {check_id} base=1 shard=0/1 seed=2 cases=17 of 17'", write_pass, "exit 0"]
-    if what == "fail":  # a RapidCheck counterexample after 3 cases, the way prop.cc reports it
-        failed = gtest_json([(suite, name, "RUN", "COMPLETED", [rapidcheck_failure(check_id, 3)])])
-        return [f"printf '%s' {quoted(failed)} >\"$json\"", "exit 1"]
-    if what == "fail_exit0":  # the JSON says failed, the exit code says 0
-        failed = gtest_json([(suite, name, "RUN", "COMPLETED", [rapidcheck_failure(check_id, 5)])])
-        return [f"printf '%s' {quoted(failed)} >\"$json\"", "exit 0"]
-    if what == "crash":  # the JSON already says passed, then signal 11
-        return [write_pass, "kill -SEGV $$"]
-    if what == "hang":  # the JSON already says passed, then never ends (exec: certify kills this very pid)
-        return [write_pass, "exec sleep 600"]
-    if what == "bad_exit":  # the JSON says passed, the exit code is 3
-        return [write_pass, "exit 3"]
-    if what == "no_json":  # exit 0 and no gtest JSON at all (e.g. the filter matched nothing)
-        return ["exit 0"]
-    raise ValueError(what)
 
-
-def script(lines):
-    return "#!/bin/bash\n" + "\n".join(lines) + "\n"
+    def write(failures):
+        return f"printf '%s' {quoted(gtest_json([(suite, name, 'RUN', 'COMPLETED', failures)]))} >\"$json\""
+    return {
+        "pass": [f"echo 'QSA_SEED {check_id} base=1 shard=0/1 seed=2 cases=17 of 17'", write([]), "exit 0"],
+        # a RapidCheck counterexample after 3 cases, the way prop.cc reports it
+        "fail": [write([rapidcheck_failure(check_id, 3)]), "exit 1"],
+        "fail_exit0": [write([rapidcheck_failure(check_id, 5)]), "exit 0"],  # the JSON says failed, the exit code 0
+        "crash": [write([]), "kill -SEGV $$"],  # the JSON already says passed, then signal 11
+        # the JSON already says passed, then never ends; its child `sleep` holds the output pipe
+        "hang": [write([]), "sleep 600"],
+        "bad_exit": [write([]), "exit 3"],  # the JSON says passed, the exit code is 3
+        "no_json": ["exit 0"],  # exit 0 and no gtest JSON at all (e.g. the filter matched nothing)
+    }[what]
 
 
 def quoted(text):
@@ -99,11 +86,12 @@ def quoted(text):
     return "'" + text + "'"
 
 
-def install(bindir, rel, text):
+def install(bindir, rel, lines):
+    """A bash script of `lines` at bindir/rel."""
     p = os.path.join(bindir, rel)
     os.makedirs(os.path.dirname(p), exist_ok=True)
     with open(p, "w") as f:
-        f.write(text)
+        f.write("#!/bin/bash\n" + "\n".join(lines) + "\n")
     os.chmod(p, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP)
 
 
@@ -129,7 +117,7 @@ def fake_property_binary(bindir, test, behaviours, listed=None):
             lines += ["    " + line for line in property_behaviour(check_id, w)]
             lines.append("    ;;")
     lines += ["esac", 'echo "fake: no behaviour for $filter on GPU $CUDA_VISIBLE_DEVICES"', "exit 64"]
-    install(bindir, os.path.join("properties", test), script(lines))
+    install(bindir, os.path.join("properties", test), lines)
 
 
 def fake_replay(bindir, tests, exit_code):
@@ -137,7 +125,7 @@ def fake_replay(bindir, tests, exit_code):
     lines = ['json=', 'for a in "$@"; do', '  case "$a" in --gtest_output=json:*) json=${a#--gtest_output=json:} ;; esac',
              "done", 'echo "replay@$CUDA_VISIBLE_DEVICES" >>"$FAKE_RAN"',
              f"printf '%s' {quoted(gtest_json(tests))} >\"$json\"", f"exit {exit_code}"]
-    install(bindir, os.path.join("fixtures", "replay_test"), script(lines))
+    install(bindir, os.path.join("fixtures", "replay_test"), lines)
 
 
 def exhaustive_result(what):
@@ -168,7 +156,7 @@ def fake_exhaustive(bindir, per_gpu, sleep_s=0):
             f"printf '%s' {quoted(exhaustive_result(what))} >\"$out\"", f"exit {1 if what == 'mismatch' else 0}"]
         lines += [f"{gpu})"] + ["    " + b for b in body] + ["    ;;"]
     lines += ["esac", "exit 64"]
-    install(bindir, os.path.join("tools", "exhaustive_primitives"), script(lines))
+    install(bindir, os.path.join("tools", "exhaustive_primitives"), lines)
 
 
 def all_pass(bindir, contracts):
@@ -305,6 +293,8 @@ def test_not_selected_is_not_judged_never_pass(work):
     assert r.level("core")["verdict"] == "PASS", r.cert["levels"]
     for g in ["hardened", "ieee differential"]:
         assert r.level(g)["verdict"] == "NOT JUDGED", (g, r.cert["levels"])
+        assert r.level(g)["not_judged"], (g, r.cert["levels"])  # named, never passed
+    assert r.cert["verdict_line"] == "core: PASS, hardened: NOT JUDGED, ieee differential: NOT JUDGED", r.cert
     for check_id, p in r.properties().items():
         if group_of(check_id) == "core":
             assert p["verdict"] == "PASS", p
@@ -320,38 +310,45 @@ def test_not_selected_is_not_judged_never_pass(work):
 
 # ---- (b) failure paths ----------------------------------------------------------------------------------
 
-def test_failing_property_fails_its_level(work):
+def test_failures_fail_their_property_gpu_and_level(work):
+    """Three fake GPUs: 0 passes everything; on 1 a core and a hardened property fail like RapidCheck; on 2 (c)
+    a child is killed by signal 11, one exits 3, one exits 0 with a failure in its JSON and one exits 0 without
+    any JSON. Each FAILS (whatever its gtest JSON said before), and so do its GPU and level; GPU 0 PASSES."""
     all_pass(work.bindir, [2, 3])
-    fake_property_binary(work.bindir, "layout_test", {"Layout.PrefillRowsObeyK4": "pass",
-                                                      "Layout.DecodeRowsObeyK4": "fail"})
-    fake_property_binary(work.bindir, "padding_test", {"Padding.PaddedRowsAllMinusOneAndPoisonIgnored": "pass",
-                                                       "Padding.InvalidDecodeRowsAreInert": "fail",
-                                                       "Padding.ContextLengthsOutsideRangeActClamped": "pass"})
-    r = work("--contracts=2,3")
+    fake_property_binary(work.bindir, "layout_test", {
+        "Layout.PrefillRowsObeyK4": {"0": "pass", "1": "pass", "2": "no_json"},
+        "Layout.DecodeRowsObeyK4": {"0": "pass", "1": "fail", "2": "fail_exit0"}})
+    fake_property_binary(work.bindir, "padding_test", {
+        "Padding.PaddedRowsAllMinusOneAndPoisonIgnored": {"0": "pass", "1": "pass", "2": "crash"},
+        "Padding.InvalidDecodeRowsAreInert": {"0": "pass", "1": "fail", "2": "bad_exit"},
+        "Padding.ContextLengthsOutsideRangeActClamped": "pass"})
+    r = work("--contracts=2,3", "--fake-gpus=3")
     assert_failed_overall(r)
-    assert_never_pass(r, "Layout.DecodeRowsObeyK4")  # core
-    assert_never_pass(r, "Padding.InvalidDecodeRowsAreInert")  # hardened
-    assert r.properties()["Layout.DecodeRowsObeyK4"]["cases_run"] == 3  # "Falsifiable after 3 tests"
+    assert [r.gpu(g)["verdict"] for g in range(3)] == ["PASS", "FAIL", "FAIL"], r
+    assert all(p["verdict"] == "PASS" for p in r.properties(0).values()), r.properties(0)
+    assert failing(r, "core", 0) == [] and failing(r, "hardened", 0) == [], r.cert["levels"]
+    # GPU 1: RapidCheck counterexamples
+    assert_never_pass(r, "Layout.DecodeRowsObeyK4", gpu=1)  # core
+    assert_never_pass(r, "Padding.InvalidDecodeRowsAreInert", gpu=1)  # hardened
+    props = r.properties(1)
+    assert props["Layout.DecodeRowsObeyK4"]["cases_run"] == 3  # "Falsifiable after 3 tests"
     assert any("QSA_CHECK_FAILED Layout.DecodeRowsObeyK4" in f
-               for f in r.properties()["Layout.DecodeRowsObeyK4"]["failures"]), r.properties()
-    assert r.properties()["Layout.PrefillRowsObeyK4"]["verdict"] == "PASS"
+               for f in props["Layout.DecodeRowsObeyK4"]["failures"]), props
+    assert props["Layout.PrefillRowsObeyK4"]["verdict"] == "PASS"
     assert r.level("ieee differential")["verdict"] == "PASS", r.cert["levels"]  # the replay and exhaustive
-    assert failing(r, "core") == ["Layout.DecodeRowsObeyK4"], r.cert["levels"]
-    assert failing(r, "hardened") == ["Padding.InvalidDecodeRowsAreInert"], r.cert["levels"]
-    verdicts = {c["binary"]: c["verdict"] for c in r.gpu()["contracts"]}
+    assert failing(r, "core", 1) == ["Layout.DecodeRowsObeyK4"], r.cert["levels"]
+    assert failing(r, "hardened", 1) == ["Padding.InvalidDecodeRowsAreInert"], r.cert["levels"]
+    verdicts = {c["binary"]: c["verdict"] for c in r.gpu(1)["contracts"]}
     assert verdicts == {"properties/layout_test": "FAIL", "properties/padding_test": "FAIL"}, verdicts
-
-
-def test_failure_on_one_gpu_fails_that_gpu(work):
-    all_pass(work.bindir, [2])
-    fake_property_binary(work.bindir, "layout_test", {"Layout.PrefillRowsObeyK4": "pass",
-                                                      "Layout.DecodeRowsObeyK4": {"0": "pass", "1": "fail"}})
-    r = work("--contracts=2", "--fake-gpus=2")
-    assert_failed_overall(r)
-    assert r.gpu(0)["verdict"] == "PASS" and r.gpu(1)["verdict"] == "FAIL", r
-    assert r.properties(0)["Layout.DecodeRowsObeyK4"]["verdict"] == "PASS"
-    assert_never_pass(r, "Layout.DecodeRowsObeyK4", gpu=1)
-    assert failing(r, "core", 1) == ["Layout.DecodeRowsObeyK4"] and failing(r, "core", 0) == [], r.cert["levels"]
+    # GPU 2: children that crash, exit non-zero or lie
+    props = r.properties(2)
+    for check_id in ["Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "Padding.InvalidDecodeRowsAreInert",
+                     "Layout.PrefillRowsObeyK4", "Layout.DecodeRowsObeyK4"]:
+        assert_never_pass(r, check_id, gpu=2)
+    assert "signal 11" in props["Padding.PaddedRowsAllMinusOneAndPoisonIgnored"]["exit"], props
+    assert props["Padding.InvalidDecodeRowsAreInert"]["exit"] == "exit 3", props
+    assert props["Padding.ContextLengthsOutsideRangeActClamped"]["verdict"] == "PASS", props
+    assert r.level("core")["verdict"] == "FAIL" and r.level("hardened")["verdict"] == "FAIL", r.cert["levels"]
 
 
 def test_property_missing_from_registry_is_run_and_fails(work):
@@ -367,32 +364,12 @@ def test_property_missing_from_registry_is_run_and_fails(work):
     assert_failed_overall(r)
     p = r.properties()["Layout.NotInRegistry"]
     assert p["verdict"] == "FAIL", p
+    assert p["level"] == p["profile"] == "unregistered", p
     assert "Layout.NotInRegistry@0" in r.ran, r.ran
     for check_id in LISTED["layout_test"]:  # core checks under QSA_LEVELS=hardened: not run, not passed
         assert r.properties()[check_id]["verdict"] == "NOT_JUDGED", r.properties()
     assert r.gpu()["verdict"] == "FAIL", r.gpu()
     assert r.level("core")["verdict"] == "NOT JUDGED", r.cert["levels"]
-
-
-def test_crash_and_bad_exit_and_lying_json_are_failures(work):
-    """(c) a child killed by signal 11, one exiting 3, one exiting 0 with a failure in its JSON and one
-    exiting 0 without any JSON: each FAILS, whatever its gtest JSON said before."""
-    all_pass(work.bindir, [2, 3])
-    fake_property_binary(work.bindir, "padding_test", {"Padding.PaddedRowsAllMinusOneAndPoisonIgnored": "crash",
-                                                       "Padding.InvalidDecodeRowsAreInert": "bad_exit",
-                                                       "Padding.ContextLengthsOutsideRangeActClamped": "pass"})
-    fake_property_binary(work.bindir, "layout_test", {"Layout.PrefillRowsObeyK4": "no_json",
-                                                      "Layout.DecodeRowsObeyK4": "fail_exit0"})
-    r = work("--contracts=2,3")
-    assert_failed_overall(r)
-    props = r.properties()
-    for check_id in ["Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "Padding.InvalidDecodeRowsAreInert",
-                     "Layout.PrefillRowsObeyK4", "Layout.DecodeRowsObeyK4"]:
-        assert_never_pass(r, check_id)
-    assert "signal 11" in props["Padding.PaddedRowsAllMinusOneAndPoisonIgnored"]["exit"], props
-    assert props["Padding.InvalidDecodeRowsAreInert"]["exit"] == "exit 3", props
-    assert props["Padding.ContextLengthsOutsideRangeActClamped"]["verdict"] == "PASS", props
-    assert r.level("core")["verdict"] == "FAIL" and r.level("hardened")["verdict"] == "FAIL", r.cert["levels"]
 
 
 def test_timed_out_property_is_a_failure(work):
@@ -488,24 +465,18 @@ def test_time_limit_leaving_jobs_unrun_never_passes(work):
 
 # ---- setup errors and refusals: a documented exit code, no certificate ------------------------------------
 
-def test_listing_failure_is_a_setup_error(work):
+@pytest.mark.parametrize("case,rc", [("listing fails", 2), ("binary missing", 2), ("no SASS", 3)])
+def test_setup_errors_and_refusals(work, case, rc):
+    """Exit 2 when a property binary cannot list its properties or is missing; 3 when the GPU has no SASS
+    (nothing runs)."""
     all_pass(work.bindir, [2])
-    install(work.bindir, "properties/layout_test", script(["echo 'cannot list'", "exit 1"]))
-    r = work("--contracts=2", expect_certificate=False)
-    assert r.rc == 2, r
-
-
-def test_missing_property_binary_is_a_setup_error(work):
-    all_pass(work.bindir, [2])
-    r = work("--contracts=3", expect_certificate=False)
-    assert r.rc == 2, r
-
-
-def test_gpu_without_sass_is_refused(work):
-    all_pass(work.bindir, [2])
-    r = work("--contracts=2", "--fake-sm=70", expect_certificate=False)
-    assert r.rc == 3, r
-    assert r.ran == [], r.ran
+    if case == "listing fails":
+        install(work.bindir, "properties/layout_test", ["echo 'cannot list'", "exit 1"])
+    args = {"binary missing": ["--contracts=3"], "no SASS": ["--contracts=2", "--fake-sm=70"]}
+    r = work(*args.get(case, ["--contracts=2"]), expect_certificate=False)
+    assert r.rc == rc, r
+    if case == "no SASS":
+        assert r.ran == [], r.ran
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
-// certify's jobs (certify_jobs.h): one gtest child with its files under the GPU's run directory, and what a
+// certify's jobs (certify_schedule.h): one gtest child with its files under the GPU's run directory, and what a
 // property, a whole binary and the exhaustive checks make of their child's exit, output and JSON.
-#include "tools/certify_jobs.h"
+#include "tools/certify_schedule.h"
 
 #include <algorithm>
 #include <cctype>
@@ -9,8 +9,6 @@
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include "tools/certify_child.h"
 
 namespace qsa {
 namespace certify {
@@ -84,6 +82,21 @@ ChildResult runGtestChild(Layout const& l, GpuRun const& run, Options const& o, 
     return r;
 }
 
+// Failure messages as recorded: each cut at 4000 characters.
+json truncated(std::vector<std::string> const& failures) {
+    json out = json::array();
+    for (std::string const& f : failures) {
+        out.push_back(f.substr(0, 4000));
+    }
+    return out;
+}
+
+// "child <how it ended>...; output tail:\n<the last 2000 characters of its output>".
+std::string childError(ChildResult const& r, std::string const& what) {
+    std::string const tail = r.output.size() > 2000 ? r.output.substr(r.output.size() - 2000) : r.output;
+    return "child " + r.describe() + what + "; output tail:\n" + tail;
+}
+
 } // namespace
 
 json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, GpuRun& run, Options const& o,
@@ -93,49 +106,36 @@ json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, 
     double secs = 0;
     ChildResult const r = runGtestChild(l, run, o, safeName(p.id), c.exe, {"--gtest_filter=" + p.id}, rc, f, secs);
 
-    json res = {{"id", p.id},
-                {"seed", p.seed},
-                {"level", p.info.level},
-                {"profile", p.info.profile},
-                {"rc_params", rc},
-                {"budget_scale", budgetScale(o.scale)},
+    std::vector<GtestTest> const tests = parseGtestJsonAll(readFile(f.gtestJson).value_or(""));
+    auto const t = std::find_if(tests.begin(), tests.end(), [&](GtestTest const& x) { return x.id == p.id; });
+    bool const found = t != tests.end();
+    std::vector<std::string> const failures = found ? t->failures : std::vector<std::string>{};
+    bool const pass = r.ok() && found && t->status == "PASS";
+    json res = propertyStub(p, pass ? "PASS" : "FAIL");
+    res.update({{"budget_scale", budgetScale(o.scale)},
                 {"cases_planned", p.cases ? json(*p.cases) : json()},
                 {"seconds", secs},
                 {"log", f.log.string()},
                 {"exit", r.describe()},
                 {"fixtures", capturedFixtures(f.outputs)},
-                {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")}};
-    GtestOutcome const g = parseGtestJson(readFile(f.gtestJson).value_or(""), p.id);
-    json failures = json::array();
-    for (std::string const& f : g.failures) {
-        failures.push_back(f.substr(0, 4000));
-    }
-    bool const pass = r.ok() && g.found && g.passed;
+                {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")},
+                {"failures", truncated(failures)}});
     if (!pass && failures.empty()) {
-        std::string const tail = r.output.size() > 2000 ? r.output.substr(r.output.size() - 2000) : r.output;
-        failures.push_back(std::string(g.found ? "" : "property did not run; ") + "child " + r.describe() +
-                           "; output tail:\n" + tail);
+        res["failures"].push_back((found ? "" : "property did not run; ") + childError(r, ""));
     }
-    res["failures"] = failures;
-    res["verdict"] = pass ? "PASS" : "FAIL";
     // Cases run: the child's QSA_SEED line when it passed, RapidCheck's "Falsifiable after N tests" when it failed.
     std::optional<int64_t> const seedCases = parseSeedLineCases(r.output, p.id);
     json ran = seedCases ? json(*seedCases) : p.cases ? json(*p.cases) : json();
     if (!pass) {
         ran = json();
-        for (std::string const& f : g.failures) {
+        for (std::string const& f : failures) {
             if (auto n = parseFalsifiableAfter(f)) {
                 ran = *n;
             }
         }
     }
     res["cases_run"] = ran;
-    {
-        std::lock_guard<std::mutex> g2(progress.m);
-        progress.s.casesDone += p.cases.value_or(0);
-        progress.s.jobsDone += 1;
-        progress.s.failures += pass ? 0 : 1;
-    }
+    progress.jobDone(!pass, p.cases.value_or(0));
     char line[768];
     std::snprintf(line, sizeof(line), "[gpu %d] %s %-52s %6s cases %7.1f s  level=%s profile=%s%s", run.gpu.index,
                   pass ? "PASS" : "FAIL", p.id.c_str(),
@@ -169,16 +169,12 @@ json runSuite(Layout const& l, SuitePlan const& s, GpuRun& run, Options const& o
         bool const judged = info.registered() ? sel.judged(info) : t.status != "SKIPPED";
         std::string const verdict = !judged ? "NOT_JUDGED" : t.status == "PASS" ? "PASS" : "FAIL";
         failed += verdict == "FAIL";
-        json failures = json::array();
-        for (std::string const& f : t.failures) {
-            failures.push_back(f.substr(0, 4000));
-        }
         tests.push_back({{"id", t.id},
                          {"level", info.registered() ? info.level : "per check"},
                          {"profile", info.registered() ? info.profile : "per check"},
                          {"verdict", verdict},
                          {"failed_checks", fc},
-                         {"failures", failures}});
+                         {"failures", truncated(t.failures)}});
     }
     json res = {{"name", s.name},
                 {"binary", s.rel},
@@ -190,14 +186,9 @@ json runSuite(Layout const& l, SuitePlan const& s, GpuRun& run, Options const& o
                 {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")},
                 {"fixtures", capturedFixtures(f.outputs)}};
     if (tests.empty() || (!r.ok() && failed == 0)) {
-        std::string const tail = r.output.size() > 2000 ? r.output.substr(r.output.size() - 2000) : r.output;
-        res["error"] = "child " + r.describe() + (tests.empty() ? ", no test results" : "") + "; output tail:\n" + tail;
+        res["error"] = childError(r, tests.empty() ? ", no test results" : "");
     }
-    {
-        std::lock_guard<std::mutex> g(progress.m);
-        progress.s.jobsDone += 1;
-        progress.s.failures += failed > 0 || res.contains("error") ? 1 : 0;
-    }
+    progress.jobDone(failed > 0 || res.contains("error"));
     char line[512];
     std::snprintf(line, sizeof(line), "[gpu %d] %s %-52s %4zu tests %7.1f s%s", run.gpu.index,
                   failed == 0 && !res.contains("error") ? "PASS" : "FAIL", (s.name + " " + s.rel).c_str(), tests.size(),
@@ -259,11 +250,7 @@ json runExhaustive(Layout const& l, GpuRun& run, Options const& o, int threads, 
     for (auto const& [name, c] : checks.items()) {
         bad = bad || c.value("mismatches", 0) != 0;
     }
-    {
-        std::lock_guard<std::mutex> g(progress.m);
-        progress.s.jobsDone += 1;
-        progress.s.failures += bad ? 1 : 0;
-    }
+    progress.jobDone(bad);
     char line[512];
     std::snprintf(line, sizeof(line), "[gpu %d] %s exhaustive scalar checks %7.1f s%s", run.gpu.index,
                   bad ? "FAIL" : "PASS", res["seconds"].get<double>(),

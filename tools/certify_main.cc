@@ -6,10 +6,9 @@
 // QSA_BUDGET_SCALE = one factor for every budget) and the fixture replay; when //api:impl is //kernels:qsa_kernels
 // also this project's stage properties and kernel stage tests. certificate.json / certificate.md give a verdict
 // per level and profile (contract section 8). Exit 0 PASS, 1 FAIL, 2 setup error, 3 refused (no SASS for a GPU).
-// The parts: certify_plan (where the binaries are, which GPUs, what runs), certify_schedule (job queues, worker
-// threads, progress, results), certify_jobs (one child per job and its result), certify_report (the certificate);
-// certify_core / certify_render (pure: contract list, budgets, parsers, verdicts; //tools:certify_test),
-// certify_child (child processes), certify_sanitize (the compute-sanitizer part), certify_cuda (the CUDA side).
+// The parts: certify_plan.h (children, binaries, GPUs, what runs), certify_schedule.h (queues, workers, progress,
+// jobs, the certificate), certify_core.h (pure: contract list, budgets, parsers, verdicts, rendering),
+// certify_sanitize.h (the compute-sanitizer part), certify_cuda.h (the CUDA side).
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -21,11 +20,7 @@
 
 #include "api/impl_label.h"
 #include "checks/levels.h"
-#include "tools/certify_core.h"
-#include "tools/certify_cuda.h"
 #include "tools/certify_plan.h"
-#include "tools/certify_report.h"
-#include "tools/certify_sanitize.h"
 #include "tools/certify_schedule.h"
 
 namespace fs = std::filesystem;

@@ -10,8 +10,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "tools/certify_cuda.h"
-
 namespace qsa {
 namespace certify {
 
@@ -227,7 +225,6 @@ std::string planSuites(Options const& o, Layout const& layout, bool ownKernels, 
                           {},
                           {o.cpuDryRun ? "--impl=reference" : "--impl=gpu"}});
     }
-    std::vector<std::string> stageNames;
     std::string stageLine;
     if (!o.stageTests) {
         stageLine = "This project's kernel stage tests: not run (--no-stage-tests).";
@@ -239,18 +236,18 @@ std::string planSuites(Options const& o, Layout const& layout, bool ownKernels, 
     } else {
         for (ContractSpec const& c : stageProperties()) {
             suites.push_back({"stage properties", c.gpuBinary, {}, {}});
-            stageNames.push_back(c.gpuBinary);
         }
         std::istringstream names(kKernelStageTests);
         for (std::string n; std::getline(names, n);) {
             if (!n.empty()) {
                 suites.push_back({"kernel stage tests", "kernels/" + n, {}, {}});
-                stageNames.push_back("kernels/" + n);
             }
         }
         stageLine = "Also ran this project's stage tests (//api:impl is //kernels:qsa_kernels):";
-        for (std::string const& n : stageNames) {
-            stageLine += " " + n;
+        for (SuitePlan const& s : suites) {
+            if (s.name != "fixture replay") {
+                stageLine += " " + s.rel;
+            }
         }
         stageLine += ".";
     }

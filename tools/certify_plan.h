@@ -1,22 +1,49 @@
-// certify's plan (//tools:certify, certify_main.cc): where the binaries are (--bin-dir, runfiles, the GPU bundle),
-// which GPUs are certified (the SASS refusal: the certified code is the compiled SASS, not a JIT of the PTX), and
-// what runs on each: every property of every selected contract, one child each, with its fixed seed and budget
-// override, and the whole binaries (fixture replay, stage properties, kernel stage tests). The contract list
-// itself is certify_core.h's contracts(), generated from properties/contracts.bzl.
+// certify's plan (//tools:certify, certify_main.cc): its child processes (certify_child.cc), where the binaries
+// are (--bin-dir, runfiles, the GPU bundle), which GPUs are certified and what runs on each (certify_plan.cc).
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "checks/levels.h"
-#include "tools/certify_child.h"
 #include "tools/certify_core.h"
+#include "tools/certify_cuda.h"
 
 namespace qsa {
 namespace certify {
+
+// ---- child processes (certify_child.cc) ---------------------------------------------------------------------
+// One child: pinned to a GPU through its environment, its output streamed line by line to a log file and a
+// callback, killed after a timeout.
+
+struct ChildSpec {
+    std::string exe;
+    std::vector<std::string> args;          // argv[1..]
+    std::map<std::string, std::string> env; // set (or override) these
+    std::vector<std::string> unset;         // remove these from certify's environment
+    std::string cwd;                        // "" keeps certify's
+    std::string logPath;                    // "" writes no log
+    double timeoutSeconds = 3600;
+};
+
+struct ChildResult {
+    int exitCode = -1; // valid when !signaled && !timedOut && started
+    int signal = 0;
+    bool started = false;
+    bool timedOut = false;
+    std::string output; // everything the child printed (stdout and stderr, interleaved)
+    std::string error;  // why it did not start
+    bool ok() const { return started && !timedOut && signal == 0 && exitCode == 0; }
+    std::string describe() const; // "exit 0", "exit 1", "killed by signal 11", "timed out after ...", ...
+};
+
+// Runs the child to completion. onLine gets every complete output line (without its newline).
+ChildResult runChild(ChildSpec const& spec, std::function<void(std::string const&)> const& onLine);
 
 // ---- the environment and the file system --------------------------------------------------------------
 

@@ -1,6 +1,6 @@
-// certify's certificate (certify_report.h): the JSON of one GPU and of the whole run, the versions and the commit
+// certify's certificate (certify_schedule.h): the JSON of one GPU and of the whole run, the versions and the commit
 // it records, and the two files.
-#include "tools/certify_report.h"
+#include "tools/certify_schedule.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -9,8 +9,6 @@
 #include <fstream>
 #include <optional>
 #include <regex>
-
-#include "tools/certify_cuda.h"
 
 namespace qsa {
 namespace certify {

@@ -1,7 +1,7 @@
 // Certify's compute-sanitizer part (issue 14): runs the bundle's `run_all.sh --sanitize memcheck,racecheck`
 // (every GPU test binary under each tool, budgets of tools/run_all.sh) and records one entry per (tool,
 // binary) pair in the certificate under "sanitizers". Kept apart from certify's plan and rendering: the
-// parsers and the rendering are pure (//tools:certify_sanitize_test runs them in CI); only run() spawns.
+// parsers and the rendering are pure (//tools:certify_test runs them in CI); only run() spawns.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -9,8 +9,6 @@
 #include <deque>
 #include <thread>
 
-#include "tools/certify_jobs.h"
-
 namespace qsa {
 namespace certify {
 
@@ -22,6 +20,13 @@ double secondsSince(Clock::time_point t) {
 }
 
 // ---- shared progress state -------------------------------------------------------------------------------
+
+void Progress::jobDone(bool failed, int64_t cases) {
+    std::lock_guard<std::mutex> g(m);
+    s.casesDone += cases;
+    s.jobsDone += 1;
+    s.failures += failed ? 1 : 0;
+}
 
 void Progress::event(std::string const& line) {
     std::lock_guard<std::mutex> g(m);
@@ -97,6 +102,20 @@ void startProgress(Progress& progress, Options const& o, Plan const& plan) {
 
 // ---- results -------------------------------------------------------------------------------------------------
 
+json propertyStub(PropertyPlan const& p, char const* verdict) {
+    // An unregistered property (its child fails it) is recorded at level "unregistered", as computeVerdicts
+    // records one without a level.
+    return {{"id", p.id},
+            {"seed", p.seed},
+            {"level", p.info.registered() ? p.info.level : "unregistered"},
+            {"profile", p.info.registered() ? p.info.profile : "unregistered"},
+            {"rc_params", rcParams(p.cases, p.seed)},
+            {"verdict", verdict},
+            {"seconds", 0.0},
+            {"failures", json::array()},
+            {"fixtures", json::array()}};
+}
+
 std::vector<GpuRun> prepareRuns(Plan const& plan) {
     fs::create_directories(plan.outDir);
     std::vector<GpuRun> runs(plan.gpus.size());
@@ -119,32 +138,34 @@ struct Job {
     SuitePlan const* suite = nullptr;
 };
 
+// A suite's result without its child: `error` says why.
+json suiteStub(SuitePlan const& s, std::string const& error) {
+    return {{"name", s.name}, {"binary", s.rel}, {"tests", json::array()}, {"error", error}};
+}
+
+// Where a job's result goes in its GPU's results.
+json& resultOf(Job const& job, GpuRun& run) {
+    return job.suite != nullptr      ? run.suites[job.suite->rel]
+           : job.property != nullptr ? run.properties[job.property->id]
+                                     : run.exhaustive;
+}
+
 // A job not run (--time-limit reached): recorded as a failure (a certificate never passes on work it skipped).
-void recordNotRun(Job const& job, GpuRun& run) {
-    json r = {{"verdict", "FAIL"}, {"error", "not run: --time-limit reached"}};
-    if (job.property != nullptr) {
-        PropertyPlan const& p = *job.property;
-        r = {{"id", p.id},
-             {"seed", p.seed},
-             {"rc_params", rcParams(p.cases, p.seed)},
-             {"cases_planned", p.cases ? json(*p.cases) : json()},
-             {"cases_run", 0},
-             {"verdict", "FAIL"},
-             {"seconds", 0.0},
-             {"exit", "not run"},
-             {"failures", json::array({"not run: --time-limit reached"})},
-             {"fixtures", json::array()}};
-    }
+json notRunResult(Job const& job) {
+    std::string const why = "not run: --time-limit reached";
     if (job.suite != nullptr) {
-        run.suites[job.suite->rel] = {{"name", job.suite->name},
-                                      {"binary", job.suite->rel},
-                                      {"tests", json::array()},
-                                      {"error", "not run: --time-limit reached"}};
-    } else if (job.property == nullptr) {
-        run.exhaustive = r;
-    } else {
-        run.properties[job.property->id] = r;
+        return suiteStub(*job.suite, why);
     }
+    if (job.property == nullptr) {
+        return {{"verdict", "FAIL"}, {"error", why}};
+    }
+    PropertyPlan const& p = *job.property;
+    json r = propertyStub(p, "FAIL");
+    r.update({{"cases_planned", p.cases ? json(*p.cases) : json()},
+              {"cases_run", 0},
+              {"exit", "not run"},
+              {"failures", json::array({why})}});
+    return r;
 }
 
 } // namespace
@@ -164,23 +185,12 @@ void runJobs(Options const& o, Plan const& plan, std::vector<GpuRun>& runs, Prog
                 }
                 // Not selected: never run, never a pass.
                 std::printf("%s\n", checks::notJudgedLine(p.info, plan.sel).c_str());
-                runs[i].properties[p.id] = {{"id", p.id},
-                                            {"seed", p.seed},
-                                            {"level", p.info.level},
-                                            {"profile", p.info.profile},
-                                            {"rc_params", rcParams(p.cases, p.seed)},
-                                            {"verdict", "NOT_JUDGED"},
-                                            {"seconds", 0.0},
-                                            {"failures", json::array()},
-                                            {"fixtures", json::array()}};
+                runs[i].properties[p.id] = propertyStub(p, "NOT_JUDGED");
             }
         }
         for (SuitePlan const& s : plan.suites) {
             if (s.exe.empty()) {
-                runs[i].suites[s.rel] = {{"name", s.name},
-                                         {"binary", s.rel},
-                                         {"tests", json::array()},
-                                         {"error", s.rel + " not found (runfiles, bundle or --bin-dir)"}};
+                runs[i].suites[s.rel] = suiteStub(s, s.rel + " not found (runfiles, bundle or --bin-dir)");
                 continue;
             }
             queues[i].push_back({i, nullptr, nullptr, &s});
@@ -209,30 +219,19 @@ void runJobs(Options const& o, Plan const& plan, std::vector<GpuRun>& runs, Prog
                         job = queues[i].front();
                         queues[i].pop_front();
                     }
-                    bool const late = o.timeLimitMinutes > 0 && secondsSince(progress.start) > o.timeLimitMinutes * 60;
-                    if (late) {
-                        {
-                            std::lock_guard<std::mutex> g(progress.m);
-                            progress.s.jobsDone += 1;
-                            progress.s.failures += 1;
-                        }
-                        std::lock_guard<std::mutex> g(resultsMutex);
-                        recordNotRun(job, runs[i]);
-                        continue;
-                    }
-                    if (job.suite != nullptr) {
-                        json r = runSuite(plan.layout, *job.suite, runs[i], o, plan.sel, progress);
-                        std::lock_guard<std::mutex> g(resultsMutex);
-                        runs[i].suites[job.suite->rel] = r;
+                    json r;
+                    if (o.timeLimitMinutes > 0 && secondsSince(progress.start) > o.timeLimitMinutes * 60) {
+                        progress.jobDone(true);
+                        r = notRunResult(job);
+                    } else if (job.suite != nullptr) {
+                        r = runSuite(plan.layout, *job.suite, runs[i], o, plan.sel, progress);
                     } else if (job.property == nullptr) {
-                        json r = runExhaustive(plan.layout, runs[i], o, plan.exThreads, progress, i);
-                        std::lock_guard<std::mutex> g(resultsMutex);
-                        runs[i].exhaustive = r;
+                        r = runExhaustive(plan.layout, runs[i], o, plan.exThreads, progress, i);
                     } else {
-                        json r = runProperty(plan.layout, *job.contract, *job.property, runs[i], o, progress);
-                        std::lock_guard<std::mutex> g(resultsMutex);
-                        runs[i].properties[job.property->id] = r;
+                        r = runProperty(plan.layout, *job.contract, *job.property, runs[i], o, progress);
                     }
+                    std::lock_guard<std::mutex> g(resultsMutex);
+                    resultOf(job, runs[i]) = std::move(r);
                 }
             });
         }

@@ -1,7 +1,6 @@
-// certify's schedule (//tools:certify): one queue of jobs per GPU (the exhaustive scalar checks first, then every
-// judged property, then the whole binaries), drained by --jobs-per-gpu worker threads; --time-limit (a job not
-// started in time is a FAIL, never a skip); the progress display shared by the workers (bar, lines or none); and
-// each GPU's results, the leaves of the certificate (certify_report.h). The jobs themselves: certify_jobs.h.
+// certify's run (//tools:certify), after the plan: the job queues, workers and progress display
+// (certify_schedule.cc), one child per job and its JSON result (certify_jobs.cc), the certificate
+// (certify_report.cc).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,8 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "checks/levels.h"
 #include "tools/certify_core.h"
 #include "tools/certify_plan.h"
+#include "tools/certify_sanitize.h"
 
 namespace qsa {
 namespace certify {
@@ -34,6 +35,8 @@ struct Progress {
     bool barShown = false;
     Clock::time_point lastLine = Clock::now();
 
+    // A job finished: counts it (and its planned cases), a failure when `failed`.
+    void jobDone(bool failed, int64_t cases = 0);
     // An event line (a job finished); in bar mode printed above the bar.
     void event(std::string const& line);
     // Redraws the bar, or prints a progress line; m held.
@@ -57,6 +60,9 @@ struct GpuRun {
     std::map<std::string, nlohmann::json> suites;     // binary -> result
 };
 
+// A property's result without its child: id, seed, level, profile, RC_PARAMS, `verdict`, no failure.
+nlohmann::json propertyStub(PropertyPlan const& p, char const* verdict);
+
 // A fresh output tree (only the parts certify owns): outDir/gpu<index>/logs for every GPU of the plan.
 std::vector<GpuRun> prepareRuns(Plan const& plan);
 
@@ -64,6 +70,37 @@ std::vector<GpuRun> prepareRuns(Plan const& plan);
 // QSA_NOT_JUDGED line is printed and it is recorded NOT_JUDGED; a suite whose binary is missing is recorded
 // with its error.
 void runJobs(Options const& o, Plan const& plan, std::vector<GpuRun>& runs, Progress& progress);
+
+// ---- jobs (certify_jobs.cc): each runs one child pinned to its GPU with the environment of a `bazel test` run
+// of its own (runfiles, undeclared-outputs and temp directories, gtest JSON output, RC_PARAMS with the property's
+// fixed seed, QSA_BUDGET_SCALE) and turns what it left into one JSON leaf of the certificate and one event line.
+
+// One property of a contract binary: --gtest_filter=<id>, its RC_PARAMS; PASS only when the child exited 0 and
+// its gtest JSON has the property passed.
+nlohmann::json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, GpuRun& run, Options const& o,
+                           Progress& progress);
+
+// A whole gtest binary as one child; every test becomes a check with its registry level/profile (the fixture
+// replay's tests name their failed checks in QSA_CHECK_FAILED lines).
+nlohmann::json runSuite(Layout const& l, SuitePlan const& s, GpuRun& run, Options const& o,
+                        checks::Selection const& sel, Progress& progress);
+
+// tools/exhaustive_primitives with `threads` CPU threads (--simulate in a CPU dry run); its progress lines feed
+// progress.exhaustiveDone[slot]. FAIL on any mismatch, a child error, or a result from another GPU.
+nlohmann::json runExhaustive(Layout const& l, GpuRun& run, Options const& o, int threads, Progress& progress,
+                             size_t slot);
+
+// ---- the certificate (certify_report.cc): the results with the build, CUDA runtime and driver, git commit and
+// budget, the verdicts (certify_core.h computeVerdicts) and the compute-sanitizer part (certify_sanitize.h).
+
+// "2026-12-01T21:16:42Z": now, UTC.
+std::string utcNow();
+
+// Builds the certificate of `runs` (started at `started` / `start`), runs the sanitizer part (not in a CPU dry
+// run), writes plan.outDir/certificate.json and certificate.md and prints the stage-tests line and the verdict.
+// Returns certify's exit code: 0 PASS, 1 FAIL.
+int writeCertificate(Options const& o, sanitize::Options const& sanitizeOpts, Plan const& plan,
+                     std::vector<GpuRun>& runs, std::string const& started, Clock::time_point start);
 
 } // namespace certify
 } // namespace qsa

@@ -1,6 +1,7 @@
 // CPU tests of certify's pure parts: SASS decision, plan (budgets, seeds), parsers, progress, arguments,
-// verdicts and the deterministic rendering of the certificate.
+// verdicts, the deterministic rendering of the certificate, and the sanitizer part's parsers and verdict rules.
 #include "tools/certify_core.h"
+#include "tools/certify_sanitize.h"
 
 #include <gtest/gtest.h>
 
@@ -11,31 +12,30 @@ using namespace qsa::certify;
 
 namespace {
 
-TEST(Sass, ExactAndCompatibleCubins) {
-    SassDecision d = sassFor("80,90", 9, 0);
-    EXPECT_TRUE(d.carried);
-    EXPECT_TRUE(d.exact);
-    EXPECT_EQ(d.cubinArch, "90");
-    d = sassFor("80,90", 8, 6); // sm_80 cubin runs on 8.6
-    EXPECT_TRUE(d.carried);
-    EXPECT_FALSE(d.exact);
-    EXPECT_EQ(d.cubinArch, "80");
-    d = sassFor("80,86", 8, 9); // the highest compatible one
-    EXPECT_EQ(d.cubinArch, "86");
-}
-
-TEST(Sass, MissingSassIsRefusedMaterial) {
-    EXPECT_FALSE(sassFor("80,90", 10, 0).carried); // Blackwell: only PTX 90 would JIT
-    EXPECT_FALSE(sassFor("90", 8, 0).carried);     // a newer minor/major never runs on an older SM
-    EXPECT_FALSE(sassFor("86", 8, 0).carried);
-    EXPECT_FALSE(sassFor("", 9, 0).carried);
+TEST(Sass, WhichCubinRunsOnWhichDevice) {
+    struct Case {
+        char const* sass;
+        int major, minor;
+        char const* cubin; // "" when no SASS is carried
+    };
+    for (Case const& c : std::vector<Case>{{"80,90", 9, 0, "90"},
+                                           {"80,90", 8, 6, "80"}, // sm_80 cubin runs on 8.6
+                                           {"80,86", 8, 9, "86"}, // the highest compatible one
+                                           {"80,90", 10, 0, ""},  // Blackwell: only PTX 90 would JIT
+                                           {"90", 8, 0, ""},      // a newer minor/major never runs on an older SM
+                                           {"86", 8, 0, ""},
+                                           {"", 9, 0, ""},
+                                           {"90a", 9, 0, "90a"},
+                                           {"100a", 10, 3, ""},        // arch-specific: exactly 10.0
+                                           {"100f", 10, 3, "100f"}}) { // family: 10.x, x >= 0
+        SassDecision const d = sassFor(c.sass, c.major, c.minor);
+        std::string const where =
+            std::string(c.sass) + " on " + std::to_string(c.major) + "." + std::to_string(c.minor);
+        EXPECT_EQ(d.cubinArch, c.cubin) << where;
+        EXPECT_EQ(d.carried, *c.cubin != 0) << where;
+        EXPECT_EQ(d.exact, d.carried && std::stoi(c.cubin) == c.major * 10 + c.minor) << where;
+    }
     EXPECT_NE(sassFor("80,90", 12, 0).message.find("no SASS for sm_120"), std::string::npos);
-}
-
-TEST(Sass, ArchSpecificAndFamilySuffixes) {
-    EXPECT_TRUE(sassFor("90a", 9, 0).carried);
-    EXPECT_FALSE(sassFor("100a", 10, 3).carried); // arch-specific: exactly 10.0
-    EXPECT_TRUE(sassFor("100f", 10, 3).carried);  // family: 10.x, x >= 0
     EXPECT_THROW(splitArchList("80,sm_90"), std::runtime_error);
     EXPECT_THROW(splitArchList("9"), std::runtime_error);
     EXPECT_EQ(splitArchList(" 80, 90 ,"), (std::vector<std::string>{"80", "90"}));
@@ -64,7 +64,7 @@ TEST(Plan, EightContractsInOrder) {
     // The stage properties come from the same list (properties/contracts.bzl), GPU only.
     ASSERT_EQ(stageProperties().size(), 1u);
     EXPECT_EQ(stageProperties()[0].gpuBinary, "properties/differential_stages_test");
-    EXPECT_TRUE(stageProperties()[0].stage);
+    EXPECT_EQ(stageProperties()[0].test, ""); // no CPU variant
 }
 
 TEST(Plan, OneBudgetFactor) {
@@ -106,15 +106,16 @@ TEST(Parsers, GtestJson) {
     std::string const j = R"({"testsuites":[{"name":"Padding","testsuite":[
         {"name":"A","status":"RUN","result":"COMPLETED"},
         {"name":"B","status":"RUN","result":"COMPLETED","failures":[{"failure":"Falsifiable after 3 tests","type":""}]},
-        {"name":"C","status":"NOTRUN","result":"SUPPRESSED"}]}]})";
-    GtestOutcome a = parseGtestJson(j, "Padding.A");
-    EXPECT_TRUE(a.found && a.passed);
-    GtestOutcome b = parseGtestJson(j, "Padding.B");
-    EXPECT_TRUE(b.found);
-    EXPECT_FALSE(b.passed);
-    ASSERT_EQ(b.failures.size(), 1u);
-    EXPECT_FALSE(parseGtestJson(j, "Padding.C").found); // filtered out, never ran: not a pass
-    EXPECT_FALSE(parseGtestJson("not json", "Padding.A").found);
+        {"name":"C","status":"NOTRUN","result":"SUPPRESSED"},{"name":"D","status":"RUN","result":"SKIPPED"}]}]})";
+    std::vector<GtestTest> const t = parseGtestJsonAll(j); // Padding.C: filtered out, never ran: not a result
+    ASSERT_EQ(t.size(), 3u);
+    EXPECT_EQ(t[0].id, "Padding.A");
+    EXPECT_EQ(t[0].status, "PASS");
+    EXPECT_EQ(t[1].status, "FAIL");
+    EXPECT_EQ(t[1].failures, std::vector<std::string>{"Falsifiable after 3 tests"});
+    EXPECT_EQ(t[2].id, "Padding.D");
+    EXPECT_EQ(t[2].status, "SKIPPED"); // not a pass either
+    EXPECT_TRUE(parseGtestJsonAll("not json").empty());
 }
 
 TEST(Parsers, ProgressLine) {
@@ -259,33 +260,8 @@ TEST(Verdicts, PassOnlyWhenEverythingPasses) {
     computeVerdicts(c);
     EXPECT_EQ(c["verdict"], "PASS");
     EXPECT_EQ(c["gpus"][0]["contracts"][0]["cases_run"], 4);
-
-    json f = sampleCertificate();
-    f["gpus"][0]["contracts"][0]["properties"][0]["verdict"] = "FAIL";
-    computeVerdicts(f);
-    EXPECT_EQ(f["gpus"][0]["contracts"][0]["verdict"], "FAIL");
-    EXPECT_EQ(f["verdict"], "FAIL");
-
-    json m = sampleCertificate();
-    m["gpus"][0]["exhaustive"]["checks"]["rsqrt_rn"]["mismatches"] = 1;
-    computeVerdicts(m);
-    EXPECT_EQ(m["gpus"][0]["exhaustive"]["verdict"], "FAIL");
-    EXPECT_EQ(m["verdict"], "FAIL");
-
-    json partial = sampleCertificate(); // fewer inputs than every pattern: not a certification
-    partial["gpus"][0]["exhaustive"]["checks"]["float_to_half"]["inputs"] = 65535;
-    computeVerdicts(partial);
-    EXPECT_EQ(partial["verdict"], "FAIL");
-
-    json missing = sampleCertificate();
-    missing["gpus"][0]["exhaustive"]["checks"].erase("half_to_float");
-    computeVerdicts(missing);
-    EXPECT_EQ(missing["verdict"], "FAIL");
-
-    json err = sampleCertificate();
-    err["gpus"][0]["exhaustive"]["error"] = "exhaustive_primitives killed by signal 9";
-    computeVerdicts(err);
-    EXPECT_EQ(err["verdict"], "FAIL");
+    // A failing property, exhaustive mismatches, a missing check, fewer inputs than every pattern and an
+    // exhaustive child error: certify_e2e_test asserts each FAIL on the built certify.
 
     json nosass = sampleCertificate();
     nosass["gpus"][0]["sass"]["carried"] = false;
@@ -386,32 +362,8 @@ TEST(Verdicts, PerLevelAndProfile) {
     std::string const md = renderMarkdown(c);
     EXPECT_NE(md.find("`Padding.InvalidDecodeRowsAreInert` [level=hardened profile=none]"), std::string::npos) << md;
 
-    // Judging only core without a profile: the hardened and ieee checks are NOT_JUDGED (never a pass).
-    json k = sampleCertificate();
-    k["budget"]["levels"] = "core";
-    k["budget"]["profile"] = "none";
-    k["gpus"][0]["exhaustive"] = {{"verdict", "NOT_JUDGED"}};
-    hard["verdict"] = "NOT_JUDGED";
-    k["gpus"][0]["contracts"][0]["properties"].push_back(hard);
-    computeVerdicts(k);
-    EXPECT_EQ(k["verdict_line"], "core: PASS, hardened: NOT JUDGED, ieee differential: NOT JUDGED");
-    EXPECT_EQ(k["verdict"], "PASS");
-    EXPECT_EQ(k["levels"]["hardened"]["not_judged"].size(), 1u);
-
-    // A fixture replay suite counts each failed check it names in its level / profile.
-    json s = sampleCertificate();
-    s["gpus"][0]["suites"] =
-        json::array({{{"name", "fixture replay"},
-                      {"binary", "fixtures/replay_gpu_test"},
-                      {"tests", json::array({{{"id", "Replay.x"},
-                                              {"level", "per check"},
-                                              {"profile", "per check"},
-                                              {"verdict", "FAIL"},
-                                              {"failed_checks", json::array({{{"id", "Fixture.InvalidDecodeRows"},
-                                                                              {"level", "hardened"},
-                                                                              {"profile", "none"}}})}}})}}});
-    computeVerdicts(s);
-    EXPECT_EQ(s["verdict_line"], "core: PASS, hardened: FAIL (1 check), ieee differential: PASS");
+    // Judging only core without a profile (NOT JUDGED, never a pass) and a fixture replay suite counting each failed
+    // check it names: certify_e2e_test.
 }
 
 TEST(Parsers, FailedChecksSeedLinesAndCoverage) {
@@ -427,14 +379,74 @@ TEST(Parsers, FailedChecksSeedLinesAndCoverage) {
     EXPECT_FALSE(parseSeedLineCases(out, "Layout.DecodeRowsObeyK4").has_value());
     EXPECT_EQ(linesStartingWith(out, "QSA_COVERAGE "),
               std::vector<std::string>{"QSA_COVERAGE Layout.PrefillRowsObeyK4 nVis>512=3/17"});
-    std::string const j = R"({"testsuites":[{"name":"S","testsuite":[{"name":"a","status":"RUN","result":"COMPLETED"},
-        {"name":"b","status":"RUN","result":"SKIPPED"},{"name":"c","status":"RUN","result":"COMPLETED",
-        "failures":[{"failure":"boom"}]}]}]})";
-    std::vector<GtestTest> const t = parseGtestJsonAll(j);
-    ASSERT_EQ(t.size(), 3u);
-    EXPECT_EQ(t[0].status, "PASS");
-    EXPECT_EQ(t[1].status, "SKIPPED");
-    EXPECT_EQ(t[2].status, "FAIL");
 }
+
+// ---- the sanitizer part (certify_sanitize.h): run_all.sh's exact line format, the summary's verdict rules,
+// argument extraction and the certificate verdict.
+
+namespace sanitize_tests {
+
+using namespace qsa::certify::sanitize;
+
+TEST(CertifySanitize, ParsesRunAllLines) {
+    auto p = parseLine("racecheck kernels/decode_select_test                   errors=0    hazards=0        "
+                       "41.2 s  PASS");
+    ASSERT_TRUE(p.has_value());
+    EXPECT_EQ(p->tool, "racecheck");
+    EXPECT_EQ(p->binary, "kernels/decode_select_test");
+    EXPECT_EQ(p->errors, "0");
+    EXPECT_EQ(p->hazards, "0");
+    EXPECT_DOUBLE_EQ(p->seconds, 41.2);
+    EXPECT_EQ(p->verdict, "PASS");
+    auto f = parseLine("memcheck  properties/layout_test_gpu errors=?    hazards=-       150.0 s  FAIL  (timeout "
+                       "after 150 s; log /x.log)");
+    ASSERT_TRUE(f.has_value());
+    EXPECT_EQ(f->verdict, "FAIL");
+    EXPECT_EQ(f->errors, "?");
+    EXPECT_NE(f->note.find("timeout"), std::string::npos);
+    EXPECT_FALSE(parseLine("run_all --sanitize: 3/3 pairs PASS").has_value());
+    EXPECT_FALSE(parseLine("PASS kernels/expand_test cases=3 passed=3 1.0 s").has_value());
+}
+
+TEST(CertifySanitize, VerdictNeedsEveryPairAndExitZero) {
+    std::string const ok = "memcheck  a/b errors=0 hazards=- 1.0 s  PASS\nracecheck a/b errors=0 hazards=0 2.0 s  "
+                           "PASS\nrun_all --sanitize: 2/2 pairs PASS\n";
+    EXPECT_EQ(summarize(ok, 0, {"memcheck", "racecheck"})["verdict"], "PASS");
+    EXPECT_EQ(summarize(ok, 1, {"memcheck", "racecheck"})["verdict"], "FAIL"); // the script's own status counts
+    std::string const bad = "racecheck a/b errors=0 hazards=5 2.0 s  FAIL  (sanitizer findings; log x)\n";
+    nlohmann::json const b = summarize(bad, 1, {"racecheck"});
+    EXPECT_EQ(b["verdict"], "FAIL");
+    EXPECT_EQ(b["failed"], 1);
+    EXPECT_EQ(summarize("", 0, {"memcheck"})["verdict"], "FAIL"); // nothing ran is not a pass
+}
+
+TEST(CertifySanitize, TakesItsFlagsOutOfArgv) {
+    char a0[] = "certify", a1[] = "--out", a2[] = "d", a3[] = "--sanitizers=racecheck", a4[] = "--sanitize-jobs=3";
+    char* argv[] = {a0, a1, a3, a2, a4, nullptr};
+    int argc = 5;
+    qsa::certify::sanitize::Options const o = takeArgs(argc, argv);
+    ASSERT_EQ(argc, 3);
+    EXPECT_STREQ(argv[1], "--out");
+    EXPECT_STREQ(argv[2], "d");
+    EXPECT_EQ(o.tools, std::vector<std::string>{"racecheck"});
+    EXPECT_EQ(o.jobs, 3);
+    char b1[] = "--sanitizers=helgrind";
+    char* bad[] = {a0, b1, nullptr};
+    int n = 2;
+    EXPECT_THROW(takeArgs(n, bad), std::runtime_error);
+}
+
+TEST(CertifySanitize, FailMakesTheCertificateFailNotRunIsShown) {
+    nlohmann::json cert = {{"verdict", "PASS"}};
+    cert["sanitizers"] = summarize("racecheck a/b errors=1 hazards=1 2.0 s  FAIL\n", 1, {"racecheck"});
+    applyVerdict(cert);
+    EXPECT_EQ(cert["verdict"], "FAIL");
+    nlohmann::json nr = {{"verdict", "PASS"}, {"sanitizers", notRun("--no-sanitizers")}};
+    applyVerdict(nr);
+    EXPECT_EQ(nr["verdict"], "PASS");
+    EXPECT_NE(markdown(nr).find("NOT RUN"), std::string::npos);
+}
+
+} // namespace sanitize_tests
 
 } // namespace
