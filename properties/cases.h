@@ -42,12 +42,12 @@ void forEachStep(Chain& ch, Cap& cap, Step&& step) {
     }
 }
 
-// The walk of a decode-chain property: the chain of `spec`, its steps covered (nVis > 512 floor nVisFloor())
+// The walk of a decode-chain property: the chain of `spec`, its steps covered (nVis > 512 floor `nVis`)
 // and captured under `contract`, each checked by step(d, k) as in forEachStep.
 template <typename Step>
-void walkDecodeChain(DecodeChainSpec const& spec, char const* contract, Step&& step) {
+void walkDecodeChain(DecodeChainSpec const& spec, char const* contract, double nVis, Step&& step) {
     Chain ch = makeChain(spec);
-    coverDecode(decodeRegions(ch.steps), nVisFloor());
+    coverDecode(decodeRegions(ch.steps), nVis);
     Capture cap(contract, describe(spec));
     forEachStep(ch, cap, std::forward<Step>(step));
 }

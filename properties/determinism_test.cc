@@ -53,7 +53,7 @@ QSA_PROP(Determinism, TwoStreamsInFlight, 40) {
 
 QSA_PROP(Determinism, DecodeRepeatsBitwise, 40) {
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 300, 2, true, false);
-    walkDecodeChain(spec, "determinism", [&](ref::DecodeCase& d, size_t) {
+    walkDecodeChain(spec, "determinism", nVisFloor(), [&](ref::DecodeCase& d, size_t) {
         DecodeOut const first = runImplDecode(d, fillOption(0, spec.act.seed));
         for (int i = 1; i < 3; ++i) {
             DecodeOut const again = runImplDecode(d, fillOption(i, spec.act.seed));

@@ -65,7 +65,7 @@ QSA_PROP(Differential, PrefillHostilePoolMatchesReference, 50) {
 // Every decode step starts from the reference's own pool state, so each step is a pure differential.
 void decodeStepsMatchReference(bool hostile) {
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 300, 6, false, hostile);
-    walkDecodeChain(spec, "differential", [&](ref::DecodeCase& d, size_t k) {
+    walkDecodeChain(spec, "differential", nVisFloor(), [&](ref::DecodeCase& d, size_t k) {
         RunOptions ro;
         ro.readStages = true;
         DecodeOut const got = runImplDecode(d, ro);
@@ -106,11 +106,8 @@ QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
     spec.act.extremeGamma = false;
     spec.regime = Regime::kManyBlocks;
     fitPool(spec.pool, int64_t(spec.B) * hi);
-    Chain ch = makeChain(spec);
-    coverDecode(decodeRegions(ch.steps), 1.0);
-    Capture cap("differential", describe(spec));
     bool tie = false;
-    forEachStep(ch, cap, [&](ref::DecodeCase& d, size_t k) {
+    walkDecodeChain(spec, "differential", 1.0, [&](ref::DecodeCase& d, size_t k) {
         ref::DecodeResult const want = ref::runDecode(d);
         for (int32_t b = 0; b < d.batchSize; ++b)
             if (ref::decodeRowValid(d.contextLengths[b], d.maxBlocks))

@@ -32,7 +32,7 @@ QSA_PROP(Layout, PrefillRowsObeyK4, 100) {
 
 QSA_PROP(Layout, DecodeRowsObeyK4, 50) {
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 600, 5, true, false);
-    walkDecodeChain(spec, "layout", [&](ref::DecodeCase& d, size_t) {
+    walkDecodeChain(spec, "layout", nVisFloor(), [&](ref::DecodeCase& d, size_t) {
         DecodeOut const got = runImplDecode(d);
         for (int32_t b = 0; b < d.batchSize; ++b) {
             std::string m =
