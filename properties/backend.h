@@ -14,19 +14,8 @@ namespace backend {
 
 bool onGpu();
 
-// Owns one allocation of the backend's memory: at least 256-byte aligned, never null, freed on destruction.
-class Memory {
-public:
-    explicit Memory(size_t bytes);
-    ~Memory();
-    Memory(Memory const&) = delete;
-    Memory& operator=(Memory const&) = delete;
-    void* get() const;
-
-private:
-    struct Impl; // defined by the linked backend
-    std::unique_ptr<Impl> impl_;
-};
+// One allocation of the backend's memory: at least 256-byte aligned, never null, freed with its last owner.
+std::shared_ptr<void> alloc(size_t bytes);
 
 void upload(void* dst, void const* src, size_t bytes);
 void download(void* dst, void const* src, size_t bytes);

@@ -4,8 +4,6 @@
 #include <algorithm>
 
 #include "properties/cases.h"
-#include "properties/prop.h"
-#include "properties/regions.h"
 
 namespace qsa {
 namespace prop {
@@ -39,9 +37,7 @@ QSA_PROP(BatchInvariance, SequenceAloneVsInBatch, 60) {
     int32_t const newS = std::min<int32_t>(spec.S + extraS, spec.S <= 2048 ? 4200 : spec.S);
     RC_LOG() << "sequence b=" << b << " alone with S'=" << newS << "\n";
     ref::PrefillCase const alone = subBatch(c, {b}, newS, spec.act);
-    Capture cap("batch_invariance", describe(spec));
-    cap.add(c);
-    cap.add(alone);
+    Capture cap("batch_invariance", describe(spec), c, alone);
     PrefillOut const all = runImplPrefill(c);
     QSA_REQUIRE_EMPTY(diffSequence(all, spec.S, b, runImplPrefill(alone), newS, 0, spec.S, "in batch vs alone"));
 }
@@ -79,9 +75,7 @@ QSA_PROP(BatchInvariance, ChunkBoundariesMoved, 40) {
                     0.10);
     RC_LOG() << "batches " << order.size() << " sequences, Rc=" << ref::prefillChunkRows(a.batchSize, a.seqLen)
              << " vs the original's " << ref::prefillChunkRows(c.batchSize, c.seqLen) << "\n";
-    Capture cap("batch_invariance", describe(spec));
-    cap.add(a);
-    cap.add(b);
+    Capture cap("batch_invariance", describe(spec), a, b);
     PrefillOut const ref0 = runImplPrefill(c), ra = runImplPrefill(a), rb = runImplPrefill(b);
     for (size_t i = 0; i < order.size(); ++i) {
         QSA_REQUIRE_EMPTY(diffSequence(ra, spec.S, int32_t(i), ref0, spec.S, order[i], spec.S, "reordered batch"));
@@ -100,8 +94,7 @@ void poolDoesNotChangeOutIdx(bool hostile) {
     ref::PrefillCase noPool = c;
     noPool.hasPool = false;
     noPool.pool = ref::HostPool{};
-    Capture cap("batch_invariance", describe(spec));
-    cap.add(c);
+    Capture cap("batch_invariance", describe(spec), c);
     QSA_REQUIRE_EMPTY(
         diffOutIdx(runImplPrefill(c).outIdx, runImplPrefill(noPool).outIdx, c.seqLen, "with pool vs without"));
 }

@@ -9,13 +9,6 @@
 
 namespace qsa {
 namespace prop {
-namespace {
-
-int32_t ceilDiv(int64_t a, int64_t b) {
-    return int32_t((a + b - 1) / b);
-}
-
-} // namespace
 
 Chain makeChain(DecodeChainSpec const& s) {
     Chain ch;
@@ -146,9 +139,7 @@ void markKTail(CellPlan& plan, ref::HostPool const& p, int32_t b, int32_t t, uin
 } // namespace
 
 CellPlan prefillCellPlan(ref::PrefillCase const& c) {
-    CellPlan plan;
-    plan.rule.assign(c.pool.data.size(), CellRule::kUnchanged);
-    plan.rawK.assign(c.pool.data.size(), 0);
+    CellPlan plan(c.pool.data.size());
     for (int32_t b = 0; b < c.batchSize; ++b) {
         int32_t const ctx = std::min(std::max(c.contextLengths[b], 0), c.seqLen);
         for (int32_t g = 0; 4 * g + 3 < ctx; ++g)
@@ -161,9 +152,7 @@ CellPlan prefillCellPlan(ref::PrefillCase const& c) {
 }
 
 CellPlan decodeCellPlan(ref::DecodeCase const& c) {
-    CellPlan plan;
-    plan.rule.assign(c.pool.data.size(), CellRule::kUnchanged);
-    plan.rawK.assign(c.pool.data.size(), 0);
+    CellPlan plan(c.pool.data.size());
     for (int32_t b = 0; b < c.batchSize; ++b) {
         int32_t const ctx = c.contextLengths[b];
         if (ctx < 1 || ctx / 4 > c.maxBlocks)
@@ -181,11 +170,7 @@ std::string checkCellPlan(CellPlan const& plan, std::vector<uint16_t> const& bef
                           ref::PoolDims const& d, DType dt) {
     auto where = [&](size_t e) {
         std::ostringstream os;
-        size_t const col = e % d.poolHeadDim, head = e / d.poolHeadDim % d.numKVHeads;
-        size_t const row = e / (size_t(d.poolHeadDim) * d.numKVHeads) % 128;
-        size_t const page = e / (size_t(d.poolHeadDim) * d.numKVHeads * 128);
-        os << "page " << page << (page >= size_t(d.numPages) ? " (V plane)" : " (K plane)") << " row " << row
-           << " head " << head << " col " << col << std::hex << ": before 0x" << before[e] << " after 0x" << after[e];
+        os << poolCell(d, e) << std::hex << ": before 0x" << before[e] << " after 0x" << after[e];
         return os.str();
     };
     if (after.size() != before.size())

@@ -1,6 +1,7 @@
 // Case constructions shared by several properties: decode chains (prefill L, then decode steps to
 // L + n, next to a prefill of L + n), sub-batches (a sequence alone, more S padding, other sequences
-// around it), and the pool cells the contract lets a run change.
+// around it), and the pool cells the contract lets a run change. Property sources include this header
+// alone: it brings prop.h, regions.h and generators.h.
 #pragma once
 
 #include <cstdint>
@@ -41,12 +42,12 @@ void forEachStep(Chain& ch, Cap& cap, Step&& step) {
     }
 }
 
-// The walk of a decode-chain property: the chain of `spec`, its steps covered (nVis > 512 floor nVisFloor())
+// The walk of a decode-chain property: the chain of `spec`, its steps covered (nVis > 512 floor `nVis`)
 // and captured under `contract`, each checked by step(d, k) as in forEachStep.
 template <typename Step>
-void walkDecodeChain(DecodeChainSpec const& spec, char const* contract, Step&& step) {
+void walkDecodeChain(DecodeChainSpec const& spec, char const* contract, double nVis, Step&& step) {
     Chain ch = makeChain(spec);
-    coverDecode(decodeRegions(ch.steps), nVisFloor());
+    coverDecode(decodeRegions(ch.steps), nVis);
     Capture cap(contract, describe(spec));
     forEachStep(ch, cap, std::forward<Step>(step));
 }
@@ -65,6 +66,7 @@ enum class CellRule { kUnchanged, kRawK, kWritten };
 // Per pool element: what a prefill (or one decode step) may do to it. rawK is the bit pattern a
 // kRawK cell must hold afterwards (indexed like the pool).
 struct CellPlan {
+    explicit CellPlan(size_t n) : rule(n, CellRule::kUnchanged), rawK(n, 0) {}
     std::vector<CellRule> rule;
     std::vector<uint16_t> rawK;
 };

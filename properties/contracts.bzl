@@ -39,9 +39,5 @@ def contracts_tsv_lines():
     Returns:
       One tab-separated line per entry: kind, number, name, levels, gpu binary, mutant rank.
     """
-    lines = []
-    for c in CONTRACTS:
-        lines.append("\t".join(["contract", str(c.number), c.name, ",".join(c.levels), "properties/%s_gpu" % c.test, str(c.mutant_rank)]))
-    for c in STAGE_PROPERTY_TESTS:
-        lines.append("\t".join(["stage", str(c.number), c.name, ",".join(c.levels), "properties/" + c.test, str(c.mutant_rank)]))
-    return lines
+    rows = [("contract", c, c.test + "_gpu") for c in CONTRACTS] + [("stage", c, c.test) for c in STAGE_PROPERTY_TESTS]
+    return ["\t".join([kind, str(c.number), c.name, ",".join(c.levels), "properties/" + binary, str(c.mutant_rank)]) for kind, c, binary in rows]

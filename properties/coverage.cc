@@ -20,14 +20,7 @@ Run*& currentRun() {
 }
 
 bool validName(std::string const& s) {
-    if (s.empty())
-        return false;
-    for (char ch : s) {
-        bool const ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '<' || ch == '>';
-        if (!ok)
-            return false;
-    }
-    return true;
+    return !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_<>") == std::string::npos;
 }
 
 // Hits needed for `floor` over `cases` cases (a floor of 10% over 150 cases needs 15).
@@ -80,11 +73,6 @@ void Run::passed() {
             ++regions_[region].hits;
     }
     pending_.clear();
-}
-
-int64_t Run::hits(std::string const& region) const {
-    auto it = regions_.find(region);
-    return it == regions_.end() ? 0 : it->second.hits;
 }
 
 std::string Run::line() const {

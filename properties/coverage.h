@@ -38,8 +38,6 @@ public:
     std::string line() const;
     std::string violations() const;
     bool enforced() const { return cases_ >= defaultCases_; }
-    int64_t cases() const { return cases_; }
-    int64_t hits(std::string const& region) const;
 
     // For cover(): the run now in progress (nullptr outside QSA_PROP).
     static Run* current();

@@ -2,8 +2,6 @@
 // (random garbage, NaN in every word, zeros) and on whichever stream, also with two runs in flight on two
 // streams at once.
 #include "properties/cases.h"
-#include "properties/prop.h"
-#include "properties/regions.h"
 
 namespace qsa {
 namespace prop {
@@ -24,8 +22,7 @@ QSA_PROP(Determinism, PrefillRepeatsBitwise, 60) {
     PrefillSpec const spec = *genPrefillSpec(o);
     ref::PrefillCase const c = toCase(spec);
     coverPrefill(prefillRegions(c), nVisFloor(), 0.0);
-    Capture cap("determinism", describe(spec));
-    cap.add(c);
+    Capture cap("determinism", describe(spec), c);
     PrefillOut const first = runImplPrefill(c, fillOption(0, spec.act.seed));
     for (int i = 1; i < 3; ++i) {
         PrefillOut const again = runImplPrefill(c, fillOption(i, spec.act.seed));
@@ -44,8 +41,7 @@ QSA_PROP(Determinism, TwoStreamsInFlight, 40) {
     PrefillSpec const sb = *genPrefillSpec(o);
     ref::PrefillCase const a = toCase(sa), b = toCase(sb);
     coverPrefill(prefillRegions(a), nVisFloor(), 0.0);
-    Capture cap("determinism", describe(sa));
-    cap.add(a);
+    Capture cap("determinism", describe(sa), a);
     RunOptions nan;
     nan.workspaceFill = Fill::kNaN;
     auto const same = runImplPrefillPair(a, a, RunOptions{}, nan);
@@ -57,7 +53,7 @@ QSA_PROP(Determinism, TwoStreamsInFlight, 40) {
 
 QSA_PROP(Determinism, DecodeRepeatsBitwise, 40) {
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 300, 2, true, false);
-    walkDecodeChain(spec, "determinism", [&](ref::DecodeCase& d, size_t) {
+    walkDecodeChain(spec, "determinism", nVisFloor(), [&](ref::DecodeCase& d, size_t) {
         DecodeOut const first = runImplDecode(d, fillOption(0, spec.act.seed));
         for (int i = 1; i < 3; ++i) {
             DecodeOut const again = runImplDecode(d, fillOption(i, spec.act.seed));

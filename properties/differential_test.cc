@@ -11,8 +11,6 @@
 
 #include "fixtures/explain.h"
 #include "properties/cases.h"
-#include "properties/prop.h"
-#include "properties/regions.h"
 
 namespace qsa {
 namespace prop {
@@ -30,8 +28,7 @@ void prefillMatchesReference(bool hostile) {
     ref::PrefillCase const c = toCase(spec);
     PrefillRegions const regions = prefillRegions(c);
     coverPrefill(regions, nVisFloor(), kChunkedFloor);
-    Capture cap("differential", describe(spec));
-    cap.add(c);
+    Capture cap("differential", describe(spec), c);
     RunOptions ro;
     ro.readStages = true;
     PrefillOut const got = runImplPrefill(c, ro);
@@ -54,21 +51,7 @@ void prefillMatchesReference(bool hostile) {
         return;
     }
     QSA_REQUIRE_EMPTY(diffPrefillStages(c, got, referencePrefillStages(c)));
-    std::vector<int64_t> const rows = sampleRows(c, 24, spec.act.seed);
-    std::vector<int32_t> const want = ref::runPrefillRows(c, rows);
-    std::vector<int32_t> sampled;
-    for (int64_t r : rows) {
-        sampled.insert(sampled.end(), got.outIdx.begin() + r * ref::kIndexWidth,
-                       got.outIdx.begin() + (r + 1) * ref::kIndexWidth);
-    }
-    for (size_t i = 0; i < rows.size(); ++i) {
-        if (!std::equal(want.begin() + i * ref::kIndexWidth, want.begin() + (i + 1) * ref::kIndexWidth,
-                        sampled.begin() + i * ref::kIndexWidth)) {
-            RC_FAIL("prefill vs reference: sampled row b=" + std::to_string(rows[i] / c.seqLen) +
-                    " t=" + std::to_string(rows[i] % c.seqLen) +
-                    " differs (Rc=" + std::to_string(ref::prefillChunkRows(c.batchSize, c.seqLen)) + ")");
-        }
-    }
+    QSA_REQUIRE_EMPTY(sampledRowsMismatch(c, got.outIdx, 24, spec.act.seed, "prefill vs reference: sampled row"));
 }
 
 QSA_PROP(Differential, PrefillMatchesReference, 100) {
@@ -82,7 +65,7 @@ QSA_PROP(Differential, PrefillHostilePoolMatchesReference, 50) {
 // Every decode step starts from the reference's own pool state, so each step is a pure differential.
 void decodeStepsMatchReference(bool hostile) {
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 300, 6, false, hostile);
-    walkDecodeChain(spec, "differential", [&](ref::DecodeCase& d, size_t k) {
+    walkDecodeChain(spec, "differential", nVisFloor(), [&](ref::DecodeCase& d, size_t k) {
         RunOptions ro;
         ro.readStages = true;
         DecodeOut const got = runImplDecode(d, ro);
@@ -123,11 +106,8 @@ QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
     spec.act.extremeGamma = false;
     spec.regime = Regime::kManyBlocks;
     fitPool(spec.pool, int64_t(spec.B) * hi);
-    Chain ch = makeChain(spec);
-    coverDecode(decodeRegions(ch.steps), 1.0);
-    Capture cap("differential", describe(spec));
     bool tie = false;
-    forEachStep(ch, cap, [&](ref::DecodeCase& d, size_t k) {
+    walkDecodeChain(spec, "differential", 1.0, [&](ref::DecodeCase& d, size_t k) {
         ref::DecodeResult const want = ref::runDecode(d);
         for (int32_t b = 0; b < d.batchSize; ++b)
             if (ref::decodeRowValid(d.contextLengths[b], d.maxBlocks))
@@ -163,22 +143,13 @@ QSA_PROP(Differential, ChunkedPrefillMatchesReference, implOnGpu() ? 10 : 1) {
     spec.regime = Regime::kChunked;
     ref::PrefillCase const c = toCase(spec);
     coverPrefill(prefillRegions(c), 0.0, 1.0);
-    Capture cap("differential", describe(spec));
-    cap.add(c);
+    Capture cap("differential", describe(spec), c);
     RunOptions ro;
     ro.readStages = true;
     PrefillOut const got = runImplPrefill(c, ro);
     QSA_REQUIRE_EMPTY(diffPrefillStages(c, got, referencePrefillStages(c)));
-    std::vector<int64_t> const rows = sampleRows(c, 16, spec.act.seed);
-    std::vector<int32_t> const want = ref::runPrefillRows(c, rows);
+    QSA_REQUIRE_EMPTY(sampledRowsMismatch(c, got.outIdx, 16, spec.act.seed, "chunked prefill vs reference: row"));
     size_t const W = ref::kIndexWidth;
-    for (size_t i = 0; i < rows.size(); ++i) {
-        if (!std::equal(want.begin() + i * W, want.begin() + (i + 1) * W, got.outIdx.begin() + rows[i] * W)) {
-            RC_FAIL("chunked prefill vs reference: row b=" + std::to_string(rows[i] / c.seqLen) +
-                    " t=" + std::to_string(rows[i] % c.seqLen) +
-                    " differs (Rc=" + std::to_string(ref::prefillChunkRows(c.batchSize, c.seqLen)) + ")");
-        }
-    }
     int32_t const b = spec.B - 1;
     ref::PrefillCase const alone = subBatch(c, {b}, spec.S, spec.act);
     PrefillOut const one = runImplPrefill(alone);

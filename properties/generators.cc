@@ -27,31 +27,6 @@ uint64_t mix(uint64_t x) {
     return testlib::Rng(x).next();
 }
 
-// Round to nearest even; inputs of the generators only (the contract's casts live in the reference).
-uint16_t toT(DType dt, float f) {
-    uint32_t x;
-    std::memcpy(&x, &f, 4);
-    uint16_t const sign = uint16_t((x >> 16) & 0x8000);
-    uint32_t const ax = x & 0x7FFFFFFFu;
-    if (dt == DType::kBf16) {
-        if (ax > 0x7F800000u)
-            return 0x7FFF;
-        return uint16_t((x + 0x7FFFu + ((x >> 16) & 1)) >> 16);
-    }
-    if (ax > 0x7F800000u)
-        return 0x7FFF;
-    int const e = int(ax >> 23) - 127 + 15;
-    if (e >= 31)
-        return sign | 0x7C00;
-    if (e <= 0)
-        return sign | uint16_t(std::nearbyint(std::fabs(f) * 16777216.0f)); // subnormal: units of 2^-24
-    uint32_t const m = ax & 0x7FFFFF, rem = m & 0x1FFF;
-    uint32_t h = (uint32_t(e) << 10) | (m >> 13);
-    if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
-        ++h;
-    return sign | uint16_t(std::min<uint32_t>(h, 0x7C00));
-}
-
 uint16_t subnormalT(DType dt, uint64_t r) {
     uint16_t const sign = (r >> 40) & 1 ? 0x8000 : 0;
     return dt == DType::kHalf ? uint16_t(sign | (1 + r % 0x3FF)) : uint16_t(sign | (1 + r % 0x7F));
@@ -105,7 +80,7 @@ uint16_t payloadValue(ActSpec const& a, uint64_t r, int sign) {
     }
     uint16_t v;
     if (a.ties == Ties::kQuantized) {
-        v = toT(dt, 0.5f * float(int(r % 5) - 2));
+        v = ref::fromFloat(dt, 0.5f * float(int(r % 5) - 2));
     } else if (p == Payload::kSubnormal) {
         v = subnormalT(dt, r);
     } else if (p == Payload::kTiny) {
@@ -120,7 +95,7 @@ uint16_t payloadValue(ActSpec const& a, uint64_t r, int sign) {
     } else if (p == Payload::kHuge) {
         v = hugeT(dt, r);
     } else {
-        v = toT(dt, 4.0f * unit(r) - 2.0f);
+        v = ref::fromFloat(dt, 4.0f * unit(r) - 2.0f);
     }
     if (sign > 0)
         v &= 0x7FFF;
@@ -161,8 +136,154 @@ void printVec(std::ostream& os, std::vector<int32_t> const& v) {
     os << "]";
 }
 
-int32_t ceilDiv(int64_t a, int64_t b) {
-    return int32_t((a + b - 1) / b);
+// kCancel's base vector: value d of the 128 (normal payload, the sign left to the caller).
+uint16_t cancelBase(ActSpec const& a, int d, int sign) {
+    ActSpec n = a;
+    n.payload = Payload::kNormal;
+    return payloadValue(n, mix(mix(a.seed ^ 0xCA4Cull) + uint64_t(d)), sign);
+}
+
+// S of the small regime, in one weighted list sorted by S (shrinking walks towards the smallest S).
+std::vector<std::pair<size_t, int32_t>> smallSeqLens() {
+    std::map<int32_t, size_t> w;
+    for (int32_t S = 1; S <= 32; ++S)
+        w[S] += 16;
+    for (int32_t S : {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 17, 31, 32, 33})
+        w[S] += 10;
+    for (int32_t S = 33; S <= 520; S += 7)
+        w[S] += 2;
+    std::vector<std::pair<size_t, int32_t>> v;
+    for (auto const& [S, weight] : w)
+        v.push_back({weight, S});
+    return v;
+}
+
+// A fraction in [0, 65536) picks from a weighted list (sorted, smallest first): shrinking the fraction
+// towards 0 walks towards the first entry.
+template <typename T>
+T atFraction(std::vector<std::pair<size_t, T>> const& v, uint32_t frac) {
+    return atWeight(v, size_t((uint64_t(frac) * totalWeight(v)) >> 16));
+}
+
+rc::Gen<uint32_t> fraction() {
+    return flatRange<uint32_t>(0, 1u << 16);
+}
+
+// A context length relative to S, so that it survives shrinking S (picks after a shrunk pick are drawn anew
+// in RapidCheck's gen::exec; these are drawn before S).
+struct CtxKind {
+    int kind = 0; // 0 full, 1 fraction, 2 zero, 3 one, 4 near a multiple of m
+    int32_t m = 4, k = 0, d = 0;
+    uint32_t frac = 0;
+    int32_t at(int32_t S) const {
+        switch (kind) {
+        case 0:
+            return S;
+        case 1:
+            return int32_t(uint64_t(frac) * uint64_t(S + 1) >> 16);
+        case 2:
+            return 0;
+        case 3:
+            return std::min(1, S);
+        default:
+            return std::min(std::max((k % (S / m + 1)) * m + d, 0), S);
+        }
+    }
+};
+
+rc::Gen<CtxKind> genCtxKind() {
+    return rc::gen::exec([] {
+        CtxKind c;
+        c.kind = *weighted<int>({{4, 0}, {4, 1}, {1, 2}, {1, 3}, {4, 4}});
+        if (c.kind == 1)
+            c.frac = *fraction();
+        if (c.kind == 4) {
+            c.m = *pick<int32_t>(4, 128, 2048);
+            c.k = *flatRange<int32_t>(0, 1 << 16);
+            c.d = *pick<int32_t>(0, -1, 1);
+        }
+        return c;
+    });
+}
+
+// The ties of the nVis > 512 regime: repeated kbar rows (logit groups of ~nVis/d equal values, the last
+// group spans ranks 512 and 513), all logits +0.0, or distinct logits (a quarter, with a real rope).
+void manyBlocksTies(ActSpec& a, uint32_t frac) {
+    int const k = int((uint64_t(frac) * 20) >> 16);
+    if (k < 5) {
+        a.ties = Ties::kNone;
+        return;
+    }
+    if (k < 13) {
+        a.ties = Ties::kDupBlocks;
+        a.distinctBlocks = 1 + (k - 5) % 4;
+    } else if (k < 17) {
+        a.ties = Ties::kNegativeDots;
+    } else {
+        a.ties = Ties::kDeadGammaK;
+    }
+    if (a.ties != Ties::kDeadGammaK) {
+        a.rope = Rope::kIdentity;
+        a.extremeGamma = false;
+    }
+}
+
+// A chunked geometry (B, S) whose first boundary row Rc falls where `at` asks. On the CPU the cheapest ones:
+// the sort of B*S*MB >= 8388608 entries and the B*S output rows dominate, so B*S stays near its minimum
+// (~5800 rows) and the boundary sequence has few valid rows before the boundary (K2 reads visible entries
+// only). Boundary rows: (3, 4096) -> (2, 0); (2, 5781) -> (1, 20); (1, 5793) -> (0, 5789).
+struct ChunkGeometry {
+    int32_t B, S;
+};
+std::vector<ChunkGeometry> chunkGeometries(ChunkAt at) {
+    bool const gpu = implOnGpu();
+    switch (at) {
+    case ChunkAt::kSeqStart: // Rc a multiple of S: the boundary row is (Rc / S, 0)
+        return gpu ? std::vector<ChunkGeometry>{{3, 4096}, {9, 2048}, {33, 1024}, {2, 8192}}
+                   : std::vector<ChunkGeometry>{{3, 4096}};
+    case ChunkAt::kBlockEdge: // boundary at a small t with t % 4 == 0: (1, 20), (32, 64), (33, 24), (21, 44)
+        return gpu ? std::vector<ChunkGeometry>{{2, 5781}, {33, 1022}, {34, 1008}, {22, 1262}}
+                   : std::vector<ChunkGeometry>{{2, 5781}};
+    case ChunkAt::kLastValid: // (1, 20), (21, 1233), (8, 1927), (4, 2585); the GPU also (0, 5789)
+        return gpu ? std::vector<ChunkGeometry>{{2, 5781}, {22, 1234}, {9, 1930}, {5, 2590}, {1, 5793}}
+                   : std::vector<ChunkGeometry>{{2, 5781}};
+    default: // in padding: (0, 5789), (21, 1233), (8, 1927), (4, 2585)
+        return gpu ? std::vector<ChunkGeometry>{{1, 5793}, {22, 1234}, {9, 1930}, {5, 2590}}
+                   : std::vector<ChunkGeometry>{{1, 5793}};
+    }
+}
+
+// The chunked regime: geometry, then context lengths that put the first boundary row where `at` says. On
+// the CPU the other sequences hold at most 64 valid rows (K2 work stays small); on the GPU they keep their
+// drawn kinds.
+void makeChunked(PrefillSpec& s, ChunkAt at, uint32_t geoFrac, uint32_t ctxFrac, std::vector<CtxKind> const& kinds) {
+    std::vector<ChunkGeometry> const geos = chunkGeometries(at);
+    ChunkGeometry const g = atFraction(evenly(geos), geoFrac);
+    s.B = g.B;
+    s.S = g.S;
+    s.chunkAt = at;
+    int64_t const rc = ref::prefillChunkRows(s.B, s.S);
+    int32_t const bb = int32_t(rc / s.S), t = int32_t(rc % s.S);
+    s.ctx.assign(size_t(s.B), 0);
+    for (int32_t b = 0; b < s.B; ++b) {
+        int32_t const c = kinds[size_t(b) % kinds.size()].at(s.S);
+        s.ctx[b] = implOnGpu() ? c : std::min(c, int32_t(c % 65));
+    }
+    int32_t const spare = int32_t((uint64_t(ctxFrac) * 64) >> 16); // 0..63
+    switch (at) {
+    case ChunkAt::kSeqStart:
+        s.ctx[bb] = std::min(s.S, 1 + spare); // the boundary is this sequence's first row
+        break;
+    case ChunkAt::kLastValid:
+        s.ctx[bb] = t + 1;
+        break;
+    case ChunkAt::kPadding:
+        s.ctx[bb] = std::max(0, t - 1 - spare);
+        break;
+    default:
+        s.ctx[bb] = std::min(s.S, t + 1 + spare);
+        break;
+    }
 }
 
 } // namespace
@@ -178,22 +299,14 @@ Budget defaultBudget() {
     // QSA_PROP_BUDGET=sanitizer (tools/run_all.sh --sanitize): the CPU-sized budget on any implementation,
     // so that a property binary finishes under compute-sanitizer.
     char const* env = std::getenv("QSA_PROP_BUDGET");
-    if (env != nullptr && std::string(env) == "sanitizer")
-        return Budget{1 << 15, 1 << 20, 8192, 2};
-    if (implOnGpu())
-        return Budget{1 << 21, int64_t(1) << 26, 32768, 8};
-    return Budget{1 << 15, int64_t(1) << 20, 8192, 2};
+    bool const sanitizer = env != nullptr && std::string(env) == "sanitizer";
+    if (implOnGpu() && !sanitizer)
+        return Budget{1 << 21, int64_t(1) << 26, 32768};
+    return Budget{1 << 15, int64_t(1) << 20, 8192};
 }
 
 uint64_t sequenceSeed(ActSpec const& a, int32_t b) {
     return mix(a.seed + uint64_t(b) * 0x1000193);
-}
-
-// kCancel's base vector: value d of the 128 (normal payload, the sign left to the caller).
-uint16_t cancelBase(ActSpec const& a, int d, int sign) {
-    ActSpec n = a;
-    n.payload = Payload::kNormal;
-    return payloadValue(n, mix(mix(a.seed ^ 0xCA4Cull) + uint64_t(d)), sign);
 }
 
 void fillTokenRow(ActSpec const& a, uint64_t seqSeed, int32_t t, uint16_t* row) {
@@ -249,7 +362,7 @@ std::vector<uint16_t> makeGamma(ActSpec const& a, bool isK) {
             if (r % 3 == 0)
                 v = extremes[(r >> 8) % 6];
         }
-        w[d] = toT(a.dtype, v);
+        w[d] = ref::fromFloat(a.dtype, v);
     }
     return w;
 }
@@ -363,115 +476,6 @@ rc::Gen<Regime> regimeGen(RegimeShares const& s) {
     });
 }
 
-// One weighted list sorted by S, so that shrinking (towards index 0) walks towards the smallest S.
-rc::Gen<int32_t> genSeqLen(Budget const& b) {
-    std::map<int32_t, size_t> w;
-    for (int32_t S = 1; S <= 32; ++S)
-        w[S] += 16; // ~50%: small
-    for (int32_t S : {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 17, 31, 32, 33})
-        w[S] += 10; // block edges
-    for (int32_t S : {127, 128, 129, 131, 132, 255, 256, 257})
-        w[S] += 15; // page edges
-    for (int32_t S = 33; S <= 520; S += 7)
-        w[S] += 2; // medium
-    std::vector<int32_t> large;
-    for (int32_t S : {2047, 2048, 2049, 2051, 2052, 2053, 2056, 2057, 2060, 4095, 4096, 4097, 8191, 8192}) {
-        if (int64_t(S) * ceilDiv(S, 4) <= b.largePairs)
-            large.push_back(S);
-    }
-    for (int32_t S : large)
-        w[S] += std::max<size_t>(1, size_t(b.largeWeight) * 10 / large.size());
-    std::vector<std::pair<size_t, int32_t>> pairs;
-    for (auto const& [S, weight] : w)
-        pairs.push_back({weight, S});
-    return weighted<int32_t>(std::move(pairs));
-}
-
-namespace {
-
-// S of the small regime (the readable half of genSeqLen without its large entries).
-std::vector<std::pair<size_t, int32_t>> smallSeqLens() {
-    std::map<int32_t, size_t> w;
-    for (int32_t S = 1; S <= 32; ++S)
-        w[S] += 16;
-    for (int32_t S : {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 17, 31, 32, 33})
-        w[S] += 10;
-    for (int32_t S = 33; S <= 520; S += 7)
-        w[S] += 2;
-    std::vector<std::pair<size_t, int32_t>> v;
-    for (auto const& [S, weight] : w)
-        v.push_back({weight, S});
-    return v;
-}
-
-// A fraction in [0, 65536) picks from a weighted list (sorted, smallest first): shrinking the fraction
-// towards 0 walks towards the first entry.
-template <typename T>
-T atFraction(std::vector<std::pair<size_t, T>> const& v, uint32_t frac) {
-    return atWeight(v, size_t((uint64_t(frac) * totalWeight(v)) >> 16));
-}
-
-template <typename T>
-std::vector<std::pair<size_t, T>> evenly(std::vector<T> const& v) {
-    std::vector<std::pair<size_t, T>> r;
-    for (T const& x : v)
-        r.push_back({1, x});
-    return r;
-}
-
-rc::Gen<uint32_t> fraction() {
-    return flatRange<uint32_t>(0, 1u << 16);
-}
-
-} // namespace
-
-// A context length relative to S, so that it survives shrinking S (picks after a shrunk pick are drawn anew
-// in RapidCheck's gen::exec; these are drawn before S).
-struct CtxKind {
-    int kind = 0; // 0 full, 1 fraction, 2 zero, 3 one, 4 near a multiple of m
-    int32_t m = 4, k = 0, d = 0;
-    uint32_t frac = 0;
-    int32_t at(int32_t S) const {
-        switch (kind) {
-        case 0:
-            return S;
-        case 1:
-            return int32_t(uint64_t(frac) * uint64_t(S + 1) >> 16);
-        case 2:
-            return 0;
-        case 3:
-            return std::min(1, S);
-        default:
-            return std::min(std::max((k % (S / m + 1)) * m + d, 0), S);
-        }
-    }
-};
-
-rc::Gen<CtxKind> genCtxKind() {
-    return rc::gen::exec([] {
-        CtxKind c;
-        c.kind = *weighted<int>({{4, 0}, {4, 1}, {1, 2}, {1, 3}, {4, 4}});
-        if (c.kind == 1)
-            c.frac = *fraction();
-        if (c.kind == 4) {
-            c.m = *pick<int32_t>(4, 128, 2048);
-            c.k = *flatRange<int32_t>(0, 1 << 16);
-            c.d = *pick<int32_t>(0, -1, 1);
-        }
-        return c;
-    });
-}
-
-rc::Gen<std::vector<int32_t>> genContextLengths(int32_t B, int32_t S) {
-    return rc::gen::map(rc::gen::container<std::vector<CtxKind>>(size_t(B), genCtxKind()),
-                        [S](std::vector<CtxKind> const& kinds) {
-                            std::vector<int32_t> ctx;
-                            for (CtxKind const& k : kinds)
-                                ctx.push_back(k.at(S));
-                            return ctx;
-                        });
-}
-
 void makeCancel(ActSpec& a) {
     a.payload = Payload::kCancel;
     if (a.ties == Ties::kQuantized)
@@ -479,7 +483,7 @@ void makeCancel(ActSpec& a) {
     double s0 = 0.0;          // the sum of squares every q head shares (in double: exact for these magnitudes)
     for (int d = 0; d < 128; ++d) {
         uint16_t const v = cancelBase(a, d, 0);
-        float const x = a.dtype == DType::kHalf ? ref::halfToFloat(v) : ref::bf16ToFloat(v);
+        float const x = ref::toFloat(a.dtype, v);
         s0 += double(x) * double(x);
     }
     float const eps = -float(s0 / 128.0 * (1.0 - 1.0 / 256.0));
@@ -554,90 +558,6 @@ rc::Gen<PoolSpec> genPoolSpec(bool hostile, int64_t tokensTotal) {
         return p;
     });
 }
-
-namespace {
-
-// The ties of the nVis > 512 regime: repeated kbar rows (logit groups of ~nVis/d equal values, the last
-// group spans ranks 512 and 513), all logits +0.0, or distinct logits (a quarter, with a real rope).
-void manyBlocksTies(ActSpec& a, uint32_t frac) {
-    int const k = int((uint64_t(frac) * 20) >> 16);
-    if (k < 5) {
-        a.ties = Ties::kNone;
-        return;
-    }
-    if (k < 13) {
-        a.ties = Ties::kDupBlocks;
-        a.distinctBlocks = 1 + (k - 5) % 4;
-    } else if (k < 17) {
-        a.ties = Ties::kNegativeDots;
-    } else {
-        a.ties = Ties::kDeadGammaK;
-    }
-    if (a.ties != Ties::kDeadGammaK) {
-        a.rope = Rope::kIdentity;
-        a.extremeGamma = false;
-    }
-}
-
-// A chunked geometry (B, S) whose first boundary row Rc falls where `at` asks. On the CPU the cheapest ones:
-// the sort of B*S*MB >= 8388608 entries and the B*S output rows dominate, so B*S stays near its minimum
-// (~5800 rows) and the boundary sequence has few valid rows before the boundary (K2 reads visible entries
-// only). Boundary rows: (3, 4096) -> (2, 0); (2, 5781) -> (1, 20); (1, 5793) -> (0, 5789).
-struct ChunkGeometry {
-    int32_t B, S;
-};
-std::vector<ChunkGeometry> chunkGeometries(ChunkAt at) {
-    bool const gpu = implOnGpu();
-    switch (at) {
-    case ChunkAt::kSeqStart: // Rc a multiple of S: the boundary row is (Rc / S, 0)
-        return gpu ? std::vector<ChunkGeometry>{{3, 4096}, {9, 2048}, {33, 1024}, {2, 8192}}
-                   : std::vector<ChunkGeometry>{{3, 4096}};
-    case ChunkAt::kBlockEdge: // boundary at a small t with t % 4 == 0: (1, 20), (32, 64), (33, 24), (21, 44)
-        return gpu ? std::vector<ChunkGeometry>{{2, 5781}, {33, 1022}, {34, 1008}, {22, 1262}}
-                   : std::vector<ChunkGeometry>{{2, 5781}};
-    case ChunkAt::kLastValid: // (1, 20), (21, 1233), (8, 1927), (4, 2585); the GPU also (0, 5789)
-        return gpu ? std::vector<ChunkGeometry>{{2, 5781}, {22, 1234}, {9, 1930}, {5, 2590}, {1, 5793}}
-                   : std::vector<ChunkGeometry>{{2, 5781}};
-    default: // in padding: (0, 5789), (21, 1233), (8, 1927), (4, 2585)
-        return gpu ? std::vector<ChunkGeometry>{{1, 5793}, {22, 1234}, {9, 1930}, {5, 2590}}
-                   : std::vector<ChunkGeometry>{{1, 5793}};
-    }
-}
-
-// The chunked regime: geometry, then context lengths that put the first boundary row where `at` says. On
-// the CPU the other sequences hold at most 64 valid rows (K2 work stays small); on the GPU they keep their
-// drawn kinds.
-void makeChunked(PrefillSpec& s, ChunkAt at, uint32_t geoFrac, uint32_t ctxFrac, std::vector<CtxKind> const& kinds) {
-    std::vector<ChunkGeometry> const geos = chunkGeometries(at);
-    ChunkGeometry const g = atFraction(evenly(geos), geoFrac);
-    s.B = g.B;
-    s.S = g.S;
-    s.chunkAt = at;
-    int64_t const rc = ref::prefillChunkRows(s.B, s.S);
-    int32_t const bb = int32_t(rc / s.S), t = int32_t(rc % s.S);
-    s.ctx.assign(size_t(s.B), 0);
-    for (int32_t b = 0; b < s.B; ++b) {
-        int32_t const c = kinds[size_t(b) % kinds.size()].at(s.S);
-        s.ctx[b] = implOnGpu() ? c : std::min(c, int32_t(c % 65));
-    }
-    int32_t const spare = int32_t((uint64_t(ctxFrac) * 64) >> 16); // 0..63
-    switch (at) {
-    case ChunkAt::kSeqStart:
-        s.ctx[bb] = std::min(s.S, 1 + spare); // the boundary is this sequence's first row
-        break;
-    case ChunkAt::kLastValid:
-        s.ctx[bb] = t + 1;
-        break;
-    case ChunkAt::kPadding:
-        s.ctx[bb] = std::max(0, t - 1 - spare);
-        break;
-    default:
-        s.ctx[bb] = std::min(s.S, t + 1 + spare);
-        break;
-    }
-}
-
-} // namespace
 
 // Independent components (rc::gen::tuple shrinks each with the others held fixed, unlike gen::exec,
 // which draws every later pick anew): the regime first, then S, so that shrinking starts with them.
@@ -726,8 +646,8 @@ rc::Gen<PrefillSpec> genPrefillSpec(SpecOptions const& o) {
         });
 }
 
-rc::Gen<DecodeChainSpec> genDecodeChainSpecShares(int32_t maxL, int32_t maxSteps, bool tieBias, bool hostile,
-                                                  RegimeShares const& shares) {
+rc::Gen<DecodeChainSpec> genDecodeChainSpec(int32_t maxL, int32_t maxSteps, bool tieBias, bool hostile,
+                                            RegimeShares const& shares) {
     RegimeShares sh = shares;
     sh.chunked = 0;
     bool const gpu = implOnGpu();
@@ -737,67 +657,52 @@ rc::Gen<DecodeChainSpec> genDecodeChainSpecShares(int32_t maxL, int32_t maxSteps
     auto extras = rc::gen::tuple(weighted<bool>({{3, true}, {1, false}}), flatRange<int32_t>(-1, 3), fraction());
     using Parts = std::tuple<Regime, int32_t, std::vector<uint32_t>, int32_t, ActSpec, PoolSpec,
                              std::tuple<bool, int32_t, uint32_t>>;
+    // The prefill lengths of each regime, sorted (shrinking walks towards the first).
+    std::vector<std::pair<size_t, int32_t>> smallL;
+    for (int32_t l = 0; l <= std::min(maxL, 40); ++l)
+        smallL.push_back({3, l});
+    for (int32_t l = 41; l <= maxL; l += 7)
+        smallL.push_back({1, l});
+    std::vector<int32_t> page;
+    for (int32_t base : {128, 256, 384})
+        for (int32_t d = -5; d <= 1; ++d)
+            page.push_back(base + d);
+    std::vector<int32_t> many = {2043, 2045, 2047, 2048, 2049, 2050, 2051, 2052, 2055, 2060};
+    if (gpu)
+        many.insert(many.end(), {2100, 2561, 3000, 4095, 4200});
+    auto build = [maxL, gpu, smallL, page = evenly(page), many = evenly(many)](Parts const& t) {
+        DecodeChainSpec s;
+        s.regime = std::get<0>(t);
+        s.B = std::get<1>(t);
+        s.steps = std::get<3>(t);
+        s.act = std::get<4>(t);
+        if (s.regime == Regime::kManyBlocks) {
+            s.B = gpu ? std::min(s.B, 4) : 1;
+            manyBlocksTies(s.act, std::get<2>(std::get<6>(t)));
+        }
+        auto const& lens = s.regime == Regime::kPageEdge ? page : (s.regime == Regime::kManyBlocks ? many : smallL);
+        for (int32_t b = 0; b < s.B; ++b)
+            s.L.push_back(atFraction(lens, std::get<2>(t)[b]));
+        // nVis > 512 needs ctx >= 2052 at some step: L + steps >= 2052.
+        if (s.regime == Regime::kManyBlocks)
+            s.steps = std::max(s.steps, 2052 - s.L[0]);
+        s.pool = std::get<5>(t);
+        s.splitCounters = std::get<0>(std::get<6>(t));
+        s.extraBlocks = std::get<1>(std::get<6>(t));
+        // A truncated table truncates only when the chain runs past one page (makeChain sizes the table for
+        // max L + steps tokens): force L[0] + steps > 128, or drop the truncation when maxL cannot reach it.
+        if (s.pool.truncated && *std::max_element(s.L.begin(), s.L.end()) + s.steps <= 128) {
+            if (maxL + s.steps > 128)
+                s.L[0] = 129 - s.steps;
+            else
+                s.pool.truncated = false;
+        }
+        fitPool(s.pool, int64_t(s.B) * (*std::max_element(s.L.begin(), s.L.end()) + s.steps));
+        return s;
+    };
     return rc::gen::map(rc::gen::tuple(regimeGen(sh), B, L, flatRange<int32_t>(1, maxSteps + 1),
                                        genActSpec(tieBias, false), genPoolSpec(hostile, 0), extras),
-                        [maxL, gpu](Parts const& t) {
-                            DecodeChainSpec s;
-                            s.regime = std::get<0>(t);
-                            s.B = std::get<1>(t);
-                            s.steps = std::get<3>(t);
-                            s.act = std::get<4>(t);
-                            std::vector<uint32_t> const& lf = std::get<2>(t);
-                            std::vector<std::pair<size_t, int32_t>> smallL;
-                            for (int32_t l = 0; l <= std::min(maxL, 40); ++l)
-                                smallL.push_back({3, l});
-                            for (int32_t l = 41; l <= maxL; l += 7)
-                                smallL.push_back({1, l});
-                            std::vector<int32_t> page;
-                            for (int32_t base : {128, 256, 384})
-                                for (int32_t d = -5; d <= 1; ++d)
-                                    page.push_back(base + d);
-                            std::vector<int32_t> many = {2043, 2045, 2047, 2048, 2049, 2050, 2051, 2052, 2055, 2060};
-                            if (gpu)
-                                many.insert(many.end(), {2100, 2561, 3000, 4095, 4200});
-                            if (s.regime == Regime::kManyBlocks) {
-                                s.B = gpu ? std::min(s.B, 4) : 1;
-                                manyBlocksTies(s.act, std::get<2>(std::get<6>(t)));
-                                // nVis > 512 needs ctx >= 2052 at some step: L + steps >= 2052.
-                                s.steps = std::max(s.steps, 1);
-                            }
-                            for (int32_t b = 0; b < s.B; ++b) {
-                                switch (s.regime) {
-                                case Regime::kPageEdge:
-                                    s.L.push_back(atFraction(evenly(page), lf[b]));
-                                    break;
-                                case Regime::kManyBlocks:
-                                    s.L.push_back(atFraction(evenly(many), lf[b]));
-                                    break;
-                                default:
-                                    s.L.push_back(atFraction(smallL, lf[b]));
-                                    break;
-                                }
-                            }
-                            if (s.regime == Regime::kManyBlocks)
-                                s.steps = std::max(s.steps, 2052 - s.L[0]);
-                            s.pool = std::get<5>(t);
-                            s.splitCounters = std::get<0>(std::get<6>(t));
-                            s.extraBlocks = std::get<1>(std::get<6>(t));
-                            // A truncated table truncates only when the chain runs past one page (makeChain
-                            // sizes the table for max L + steps tokens): force L[0] + steps > 128, or drop the
-                            // truncation when maxL cannot reach it.
-                            if (s.pool.truncated && *std::max_element(s.L.begin(), s.L.end()) + s.steps <= 128) {
-                                if (maxL + s.steps > 128)
-                                    s.L[0] = 129 - s.steps;
-                                else
-                                    s.pool.truncated = false;
-                            }
-                            fitPool(s.pool, int64_t(s.B) * (*std::max_element(s.L.begin(), s.L.end()) + s.steps));
-                            return s;
-                        });
-}
-
-rc::Gen<DecodeChainSpec> genDecodeChainSpec(int32_t maxL, int32_t maxSteps, bool tieBias, bool hostile) {
-    return genDecodeChainSpecShares(maxL, maxSteps, tieBias, hostile, defaultShares(false));
+                        build);
 }
 
 // ---- printing -------------------------------------------------------------------------------------
@@ -852,18 +757,6 @@ std::ostream& operator<<(std::ostream& os, DecodeChainSpec const& s) {
     os << " steps=" << s.steps << " " << s.act << " " << s.pool << (s.splitCounters ? " splitCounters" : "")
        << " extraBlocks=" << s.extraBlocks;
     return os;
-}
-
-std::string describe(PrefillSpec const& s) {
-    std::ostringstream os;
-    os << s;
-    return os.str();
-}
-
-std::string describe(DecodeChainSpec const& s) {
-    std::ostringstream os;
-    os << s;
-    return os.str();
 }
 
 } // namespace prop

@@ -1,20 +1,14 @@
 // RapidCheck generators of the properties. A generated value is a small SPEC (regime, shape, context
 // lengths, payload and tie modes, pool geometry, a seed) that prints as one readable line and shrinks
-// towards small cases (regime -> small, B -> 1, S -> the regime's smallest, ctx -> 0 or S, modes -> the
-// plainest); the bulk data is derived from it deterministically by toCase().
-//
-// Regions are reached ON PURPOSE (issue 13.1): every case belongs to one Regime (small readable cases,
-// page edges, nVis > 512 with ties at ranks 512/513, chunked with a placed chunk boundary), taken in fixed
-// shares from RapidCheck's size (see regimeGen), and every choice inside a regime is drawn from a list or a
-// flat range that does NOT scale with the size (rc::gen::inRange and arbitrary do scale: the first cases
-// of a run would only ever see their lower ends) and shrinks towards its simplest entry.
+// towards small cases; the bulk data is derived from it deterministically by toCase(). Regions are reached
+// on purpose, by regime, in fixed shares (README "Regimes and coverage"; regimeGen, flatRange).
 #pragma once
 
 #include <rapidcheck.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <iosfwd>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -99,12 +93,15 @@ struct DecodeChainSpec {
     int32_t extraBlocks = 0; // maxBlocks beyond ceilDiv(max(L) + steps, 4); -1: max(1, (max(L) + steps) / 4)
 };
 
+inline int32_t ceilDiv(int64_t a, int64_t b) {
+    return int32_t((a + b - 1) / b);
+}
+
 // Size limits of generated cases: pairs = B * S * ceilDiv(S, 4) bounds the K2 + sort work.
 struct Budget {
     int64_t typicalPairs; // most cases
     int64_t largePairs;   // the minority of large cases
     int64_t maxRows;      // B * S
-    int32_t largeWeight;  // weight of large S choices (out of ~100)
 };
 // The budget for where the implementation runs (GPU: chunk-crossing cases with S up to 8192).
 Budget defaultBudget();
@@ -128,11 +125,6 @@ struct SpecOptions {
     Budget budget = defaultBudget();
     RegimeShares shares = defaultShares(false);
 };
-
-// A value in [lo, hi) drawn uniformly WHATEVER the RapidCheck size (unlike rc::gen::inRange), shrinking
-// towards lo.
-template <typename T>
-rc::Gen<T> flatRange(T lo, T hi);
 
 // The regime of a case from its RapidCheck size: RapidCheck gives the i-th of n cases the size
 // i * 100 / (n - 1) (every size 0..100 once per 101 cases when n > 100), so a table over size % 20 takes
@@ -170,24 +162,31 @@ rc::Gen<T> weighted(std::vector<std::pair<size_t, T>> pairs) {
     return rc::gen::map(uniformIndex(totalWeight(pairs)), [pairs](size_t k) { return atWeight(pairs, k); });
 }
 
+// A value in [lo, hi) drawn uniformly WHATEVER the RapidCheck size (unlike rc::gen::inRange), shrinking
+// towards lo.
 template <typename T>
 rc::Gen<T> flatRange(T lo, T hi) {
     return rc::gen::map(uniformIndex(size_t(std::max<int64_t>(1, int64_t(hi) - int64_t(lo)))),
                         [lo](size_t k) { return T(int64_t(lo) + int64_t(k)); });
 }
 
-template <typename T, typename... Ts>
-rc::Gen<T> pick(T first, Ts... rest) {
-    std::vector<std::pair<size_t, T>> pairs{{1, first}, {1, T(rest)}...};
-    return weighted<T>(std::move(pairs));
+// Every entry of v with weight 1.
+template <typename T>
+std::vector<std::pair<size_t, T>> evenly(std::vector<T> const& v) {
+    std::vector<std::pair<size_t, T>> r;
+    for (T const& x : v)
+        r.push_back({1, x});
+    return r;
 }
 
 template <typename T>
 rc::Gen<T> pickOf(std::vector<T> const& v) {
-    std::vector<std::pair<size_t, T>> pairs;
-    for (T const& x : v)
-        pairs.push_back({1, x});
-    return weighted<T>(std::move(pairs));
+    return weighted<T>(evenly(v));
+}
+
+template <typename T, typename... Ts>
+rc::Gen<T> pick(T first, Ts... rest) {
+    return pickOf<T>({first, T(rest)...});
 }
 
 // Weighted choice of generators; shrinks towards the first generator, then within the chosen one.
@@ -196,11 +195,6 @@ rc::Gen<T> weightedGen(std::vector<std::pair<size_t, rc::Gen<T>>> pairs) {
     return rc::gen::mapcat(uniformIndex(totalWeight(pairs)), [pairs](size_t k) { return atWeight(pairs, k); });
 }
 
-rc::Gen<int32_t> genSeqLen(Budget const& b);
-rc::Gen<std::vector<int32_t>> genContextLengths(int32_t B, int32_t S);
-// The same shares for decode chains (no chunked regime).
-rc::Gen<DecodeChainSpec> genDecodeChainSpecShares(int32_t maxL, int32_t maxSteps, bool tieBias, bool hostile,
-                                                  RegimeShares const& shares);
 rc::Gen<ActSpec> genActSpec(bool tieBias, bool allowPoison);
 // Turns a into a kCancel payload: its rmsEps cancels the shared sum of squares (see Payload), and kQuantized
 // ties become kNone (their squares sum exactly in every order).
@@ -210,15 +204,16 @@ rc::Gen<PoolSpec> genPoolSpec(bool hostile, int64_t tokensTotal);
 void fitPool(PoolSpec& p, int64_t tokensTotal);
 rc::Gen<PrefillSpec> genPrefillSpec(SpecOptions const& o);
 // maxL bounds the prefill lengths of the small regime; the page-edge regime puts L next to a multiple of
-// 128 and the nVis > 512 regime in [2048, 2060] (GPU: up to 4200), in defaultShares' shares; steps in
-// [1, maxSteps].
-rc::Gen<DecodeChainSpec> genDecodeChainSpec(int32_t maxL, int32_t maxSteps, bool tieBias, bool hostile);
+// 128 and the nVis > 512 regime in [2043, 2060] (GPU: up to 4200), in `shares` (their chunked share is
+// ignored); steps in [1, maxSteps].
+rc::Gen<DecodeChainSpec> genDecodeChainSpec(int32_t maxL, int32_t maxSteps, bool tieBias, bool hostile,
+                                            RegimeShares const& shares = defaultShares(false));
 
 // Materialization (deterministic in the spec).
 ref::PrefillCase toCase(PrefillSpec const& s);
 ref::HostPool makePool(PoolSpec const& p, DType dt, int32_t B, int32_t tokensPerSeq);
-// Row (b, t) of indexQk for token t of a sequence seeded by `seqSeed` (so a sequence can be rebuilt alone).
-// Seed of sequence b's token rows (the same in every case built from one ActSpec).
+// Seed of sequence b's token rows (the same in every case built from one ActSpec); row (b, t) of indexQk
+// for token t of a sequence seeded by `seqSeed` (so a sequence can be rebuilt alone).
 uint64_t sequenceSeed(ActSpec const& a, int32_t b);
 void fillTokenRow(ActSpec const& a, uint64_t seqSeed, int32_t t, uint16_t* row640);
 std::vector<float> makeCosSin(Rope r, int32_t rows);
@@ -236,8 +231,13 @@ std::ostream& operator<<(std::ostream& os, ActSpec const& a);
 std::ostream& operator<<(std::ostream& os, PoolSpec const& p);
 std::ostream& operator<<(std::ostream& os, PrefillSpec const& s);
 std::ostream& operator<<(std::ostream& os, DecodeChainSpec const& s);
-std::string describe(PrefillSpec const& s);
-std::string describe(DecodeChainSpec const& s);
+// The one-line description of a spec (its operator<<).
+template <typename Spec>
+std::string describe(Spec const& s) {
+    std::ostringstream os;
+    os << s;
+    return os.str();
+}
 
 } // namespace prop
 } // namespace qsa

@@ -1,14 +1,18 @@
 // Harness over the public API (contract section 2); memory and streams come from backend.h.
 #include "properties/harness.h"
 
+#include <cuda_bf16.h> // the T of the API's instantiations, passed only through pointers
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "kernels/qsaIndexerRunner.h"
 #include "properties/backend.h"
-#include "properties/ttypes.h"
 #include "testing/inputs.h"
 #include "testing/rng.h"
 
@@ -21,7 +25,7 @@ namespace kn = trt_edgellm::kernel;
 // Owns one backend allocation of `bytes` (backend.h: device memory on the GPU, host memory for //oracle).
 class Buf {
 public:
-    explicit Buf(size_t bytes) : bytes_(bytes), mem_(bytes) {}
+    explicit Buf(size_t bytes) : bytes_(bytes), mem_(backend::alloc(bytes)) {}
     template <typename E>
     explicit Buf(std::vector<E> const& host) : Buf(host.size() * sizeof(E)) {
         backend::upload(mem_.get(), host.data(), bytes_);
@@ -39,8 +43,17 @@ public:
 
 private:
     size_t bytes_;
-    backend::Memory mem_;
+    std::shared_ptr<void> mem_;
 };
+
+// Calls fn with a null T* for the case's activation type T (__half or __nv_bfloat16).
+template <typename Fn>
+void withT(DType dt, Fn&& fn) {
+    if (dt == DType::kHalf)
+        fn(static_cast<__half*>(nullptr));
+    else
+        fn(static_cast<__nv_bfloat16*>(nullptr));
+}
 
 std::vector<uint8_t> fillBytes(Fill f, uint64_t seed, size_t bytes) {
     std::vector<uint8_t> v(bytes, 0);
@@ -151,17 +164,12 @@ struct PrefillRun {
     // Call after backend::fence() so that every upload has landed before any stream starts.
     void start(PrefillCase const& c) {
         kn::QsaIndexerPoolState s = testlib::poolState(c.pool.dims, pool.ptr(), pageTable.as<int32_t>());
-        if (c.dtype == DType::kHalf) {
-            launch<__half>(c, s, stream);
-        } else {
-            launch<__nv_bfloat16>(c, s, stream);
-        }
-    }
-    template <typename T>
-    void launch(PrefillCase const& c, kn::QsaIndexerPoolState const& s, cudaStream_t st) {
-        kn::runQsaIndexerPrefill<T>(out.as<int32_t>(), qk.as<T>(), cosSin.as<float>(), ctx.as<int32_t>(), wQ.as<T>(),
-                                    wK.as<T>(), c.rmsEps, ws.ptr, ws.bytes, c.batchSize, c.seqLen,
-                                    c.hasPool ? &s : nullptr, st);
+        withT(c.dtype, [&](auto* t) {
+            using T = std::remove_pointer_t<decltype(t)>;
+            kn::runQsaIndexerPrefill<T>(out.as<int32_t>(), qk.as<T>(), cosSin.as<float>(), ctx.as<int32_t>(),
+                                        wQ.as<T>(), wK.as<T>(), c.rmsEps, ws.ptr, ws.bytes, c.batchSize, c.seqLen,
+                                        c.hasPool ? &s : nullptr, stream);
+        });
     }
     PrefillOut result(PrefillCase const& c) {
         backend::sync(stream);
@@ -221,15 +229,11 @@ DecodeOut runImplDecode(DecodeCase const& c, RunOptions const& o) {
     cudaStream_t st = backend::stream(o.stream);
     backend::fence();
     int32_t* splitPtr = c.hasSplitCounters ? split.as<int32_t>() : nullptr;
-    if (c.dtype == DType::kHalf) {
-        kn::runQsaIndexerDecode<__half>(out.as<int32_t>(), qk.as<__half>(), cosSin.as<float>(), ctx.as<int32_t>(),
-                                        wQ.as<__half>(), wK.as<__half>(), c.rmsEps, s, splitPtr, ws.ptr, ws.bytes,
-                                        c.batchSize, c.maxBlocks, st);
-    } else {
-        kn::runQsaIndexerDecode<__nv_bfloat16>(out.as<int32_t>(), qk.as<__nv_bfloat16>(), cosSin.as<float>(),
-                                               ctx.as<int32_t>(), wQ.as<__nv_bfloat16>(), wK.as<__nv_bfloat16>(),
-                                               c.rmsEps, s, splitPtr, ws.ptr, ws.bytes, c.batchSize, c.maxBlocks, st);
-    }
+    withT(c.dtype, [&](auto* t) {
+        using T = std::remove_pointer_t<decltype(t)>;
+        kn::runQsaIndexerDecode<T>(out.as<int32_t>(), qk.as<T>(), cosSin.as<float>(), ctx.as<int32_t>(), wQ.as<T>(),
+                                   wK.as<T>(), c.rmsEps, s, splitPtr, ws.ptr, ws.bytes, c.batchSize, c.maxBlocks, st);
+    });
     backend::sync(st);
     DecodeOut r;
     r.outIdx = out.download<int32_t>();

@@ -2,6 +2,7 @@
 // implementation behind //api:impl. Buffers are freed with cudaFree after the work on them is synchronized.
 #include <cuda_runtime.h>
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -16,16 +17,9 @@ bool onGpu() {
     return true;
 }
 
-struct Memory::Impl {
-    testlib::DeviceBuffer<uint8_t> buf;
-};
-
-Memory::Memory(size_t bytes) : impl_(new Impl{testlib::DeviceBuffer<uint8_t>(bytes > 0 ? bytes : 256)}) {}
-
-Memory::~Memory() = default;
-
-void* Memory::get() const {
-    return impl_->buf.get();
+std::shared_ptr<void> alloc(size_t bytes) {
+    auto buf = std::make_shared<testlib::DeviceBuffer<uint8_t>>(bytes > 0 ? bytes : 256);
+    return std::shared_ptr<void>(buf, buf->get()); // the buffer lives as long as the returned pointer
 }
 
 void upload(void* dst, void const* src, size_t bytes) {

@@ -16,23 +16,12 @@ bool onGpu() {
     return false;
 }
 
-struct Memory::Impl {
-    void* p;
-    ~Impl() { std::free(p); }
-};
-
-Memory::Memory(size_t bytes) {
+std::shared_ptr<void> alloc(size_t bytes) {
     size_t rounded = (bytes + 255) / 256 * 256;
     void* p = std::aligned_alloc(256, rounded > 0 ? rounded : 256);
     if (p == nullptr)
         throw std::runtime_error("harness_host alloc: out of memory for " + std::to_string(bytes));
-    impl_.reset(new Impl{p});
-}
-
-Memory::~Memory() = default;
-
-void* Memory::get() const {
-    return impl_->p;
+    return std::shared_ptr<void>(p, std::free);
 }
 
 void upload(void* dst, void const* src, size_t bytes) {

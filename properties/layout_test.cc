@@ -2,8 +2,6 @@
 // distinct visible blocks, kSel = min(512, nVis) of them, the causal tail 4 nVis + j for j < (t + 1) % 4,
 // then -1 to width 2051; entries distinct and in [0, t]; decode rows emit blocks in ascending id.
 #include "properties/cases.h"
-#include "properties/prop.h"
-#include "properties/regions.h"
 
 namespace qsa {
 namespace prop {
@@ -28,14 +26,13 @@ QSA_PROP(Layout, PrefillRowsObeyK4, 100) {
     PrefillSpec const spec = *genPrefillSpec(o);
     ref::PrefillCase const c = toCase(spec);
     coverPrefill(prefillRegions(c), nVisFloor(), 0.0);
-    Capture cap("layout", describe(spec));
-    cap.add(c);
+    Capture cap("layout", describe(spec), c);
     QSA_REQUIRE_EMPTY(prefillLayout(c, runImplPrefill(c).outIdx));
 }
 
 QSA_PROP(Layout, DecodeRowsObeyK4, 50) {
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 600, 5, true, false);
-    walkDecodeChain(spec, "layout", [&](ref::DecodeCase& d, size_t) {
+    walkDecodeChain(spec, "layout", nVisFloor(), [&](ref::DecodeCase& d, size_t) {
         DecodeOut const got = runImplDecode(d);
         for (int32_t b = 0; b < d.batchSize; ++b) {
             std::string m =

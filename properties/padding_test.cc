@@ -7,8 +7,6 @@
 #include <algorithm>
 
 #include "properties/cases.h"
-#include "properties/prop.h"
-#include "properties/regions.h"
 
 namespace qsa {
 namespace prop {
@@ -26,8 +24,7 @@ QSA_PROP(Padding, PaddedRowsAllMinusOneAndPoisonIgnored, 80) {
     coverPrefill(r, nVisFloor(), 0.0);
     coverage::cover("padded_rows", std::any_of(spec.ctx.begin(), spec.ctx.end(), [&](int32_t x) { return x < spec.S; }),
                     0.5);
-    Capture cap("padding", describe(spec));
-    cap.add(poisoned);
+    Capture cap("padding", describe(spec), poisoned);
     PrefillOut const a = runImplPrefill(poisoned);
     for (int32_t b = 0; b < spec.B; ++b) {
         for (int32_t t = spec.ctx[b]; t < spec.S; ++t) {
@@ -62,8 +59,7 @@ QSA_PROP(Padding, ContextLengthsOutsideRangeActClamped, 40) {
         outside |= ctx < 0 || ctx > c.seqLen;
     }
     coverage::cover("clamped_outside_range", outside, 1.0);
-    Capture cap("padding", describe(spec));
-    cap.add(wild);
+    Capture cap("padding", describe(spec), wild);
     QSA_REQUIRE_EMPTY(
         diffOutIdx(runImplPrefill(wild).outIdx, runImplPrefill(c).outIdx, c.seqLen, "wild ctx vs clamped ctx"));
 }
@@ -74,7 +70,6 @@ QSA_PROP(Padding, InvalidDecodeRowsAreInert, 40) {
     spec.L.resize(spec.B, 5);
     Chain ch = makeChain(spec);
     coverDecode(decodeRegions(ch.steps), nVisFloor());
-    Capture cap("padding", describe(spec));
     std::vector<uint16_t> const pool = refPoolAfterPrefill(ch.prefillL);
     ref::DecodeCase d = ch.steps.back();
     d.pool.data = pool;
@@ -87,7 +82,7 @@ QSA_PROP(Padding, InvalidDecodeRowsAreInert, 40) {
     coverage::cover("invalid_ctx_below_1", inv.contextLengths[bad] < 1, 0.2);
     coverage::cover("invalid_ctx_beyond_max_blocks", inv.contextLengths[bad] / 4 > d.maxBlocks, 0.2);
     RC_LOG() << "invalid row b=" << bad << " ctx=" << inv.contextLengths[bad] << " maxBlocks=" << d.maxBlocks << "\n";
-    cap.add(inv);
+    Capture cap("padding", describe(spec), inv); // after inv: it must outlive the capture
     DecodeOut const got = runImplDecode(inv);
     DecodeOut const base = runImplDecode(d);
     for (int32_t b = 0; b < d.batchSize; ++b) {

@@ -4,8 +4,6 @@
 // particular no cell of a page that is -1, out of its plane or beyond maxPagesPerSeq. Decode steps
 // likewise (one K-tail or one V-tail per valid row), and split counters rows b < B become 0.
 #include "properties/cases.h"
-#include "properties/prop.h"
-#include "properties/regions.h"
 
 namespace qsa {
 namespace prop {
@@ -36,8 +34,7 @@ void prefillTouchesOnlyContractCells(bool hardened) {
     coverage::cover("hole_used", r.holeUsed, 0.15);
     coverage::cover("out_of_plane_used", r.outOfPlaneUsed, hardened ? 0.05 : 0.0);
     coverage::cover("truncated_hit", r.truncatedHit, hardened ? 0.05 : 0.0);
-    Capture cap("pool_hygiene", describe(spec));
-    cap.add(c);
+    Capture cap("pool_hygiene", describe(spec), c);
     PrefillOut const got = runImplPrefill(c);
     QSA_REQUIRE_EMPTY(checkCellPlan(prefillCellPlan(c), c.pool.data, got.pool, c.pool.dims, c.dtype));
 }
@@ -54,7 +51,7 @@ void decodeTouchesOnlyContractCells(bool hardened) {
     bool const hostile = hardened || *weighted<bool>({{1, false}, {3, true}});
     RegimeShares shares = defaultShares(false);
     shares.pageEdge = 40;
-    DecodeChainSpec spec = *genDecodeChainSpecShares(implOnGpu() ? 1100 : 300, 6, false, hostile, shares);
+    DecodeChainSpec spec = *genDecodeChainSpec(implOnGpu() ? 1100 : 300, 6, false, hostile, shares);
     keepLevel(spec.pool, hardened);
     Chain ch = makeChain(spec);
     DecodeRegions const r = decodeRegions(ch.steps);

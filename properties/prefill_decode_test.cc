@@ -6,8 +6,6 @@
 #include <algorithm>
 
 #include "properties/cases.h"
-#include "properties/prop.h"
-#include "properties/regions.h"
 
 namespace qsa {
 namespace prop {
@@ -16,8 +14,7 @@ namespace {
 void checkChain(DecodeChainSpec const& spec, double nVis, double tieFloor) {
     Chain ch = makeChain(spec);
     coverDecode(decodeRegions(ch.steps), nVis);
-    Capture cap("prefill_decode", describe(spec));
-    cap.add(ch.prefillFull);
+    Capture cap("prefill_decode", describe(spec), ch.prefillFull);
     PrefillOut const full = runImplPrefill(ch.prefillFull);
     std::vector<uint16_t> pool = runImplPrefill(ch.prefillL).pool;
     int32_t const S = ch.prefillFull.seqLen;

@@ -4,9 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
-#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -17,6 +15,7 @@
 
 #include "checks/levels.h"
 #include "fixtures/fixture.h"
+#include "reference/numerics.h"
 #include "reference/stages.h"
 #include "testing/rng.h"
 
@@ -108,20 +107,7 @@ int scaledDefault(int defaultCases) {
     return std::max(1, int(std::lround(defaultCases * f)));
 }
 
-int32_t decodeRow(int64_t r, int32_t S, int32_t* b) {
-    *b = int32_t(r / S);
-    return int32_t(r % S);
-}
-
 } // namespace
-
-int maxSuccess(int fallback) {
-    char const* env = std::getenv("RC_PARAMS");
-    if (env != nullptr && std::string(env).find("max_success") != std::string::npos) {
-        return rc::detail::configuration().testParams.maxSuccess;
-    }
-    return fallback;
-}
 
 void checkProperty(std::string const& id, int defaultCases, rc::detail::Property const& property) {
     // Level and profile (contract section 8) from checks/registry.tsv; what is judged from QSA_LEVELS/QSA_PROFILE.
@@ -148,7 +134,7 @@ void checkProperty(std::string const& id, int defaultCases, rc::detail::Property
     // Every case of the property, with this shard's seed; RC_PARAMS max_success= / seed= still override.
     ShardEnv const& sh = shardEnv();
     int const listed = implOnGpu() ? defaultCases : defaultCases * kCpuBudgetFactor;
-    int const cases = rcParamsHas("max_success") ? maxSuccess(listed) : scaledDefault(listed);
+    int const cases = rcParamsHas("max_success") ? params.maxSuccess : scaledDefault(listed);
     uint64_t base = params.seed;
     if (char const* b = std::getenv("QSA_BASE_SEED"))
         base = std::strtoull(b, nullptr, 10);
@@ -290,9 +276,8 @@ std::string diffOutIdx(std::vector<int32_t> const& got, std::vector<int32_t> con
     }
     if (count == 0)
         return "";
-    int32_t b;
-    int32_t const t = decodeRow(int64_t(first / ref::kIndexWidth), S, &b);
-    os << what << ": " << count << " outIdx entries differ; first at row b=" << b << " t=" << t << " col "
+    size_t const row = first / ref::kIndexWidth;
+    os << what << ": " << count << " outIdx entries differ; first at row b=" << row / S << " t=" << row % S << " col "
        << first % ref::kIndexWidth << ": got " << got[first] << ", expected " << want[first];
     return os.str();
 }
@@ -311,13 +296,17 @@ std::string diffPool(std::vector<uint16_t> const& got, std::vector<uint16_t> con
     }
     if (count == 0)
         return "";
-    size_t const col = first % d.poolHeadDim, head = first / d.poolHeadDim % d.numKVHeads;
-    size_t const row = first / (size_t(d.poolHeadDim) * d.numKVHeads) % 128;
-    size_t const page = first / (size_t(d.poolHeadDim) * d.numKVHeads * 128);
-    os << what << ": " << count << " pool elements differ; first at page " << page
-       << (page >= size_t(d.numPages) ? " (V plane)" : " (K plane)") << " row " << row << " head " << head << " col "
-       << col << ": got 0x" << std::hex << got[first] << ", expected 0x" << want[first] << std::dec;
+    os << what << ": " << count << " pool elements differ; first at " << poolCell(d, first) << ": got 0x" << std::hex
+       << got[first] << ", expected 0x" << want[first] << std::dec;
     return os.str();
+}
+
+std::string poolCell(ref::PoolDims const& d, size_t e) {
+    size_t const col = e % d.poolHeadDim, head = e / d.poolHeadDim % d.numKVHeads;
+    size_t const row = e / (size_t(d.poolHeadDim) * d.numKVHeads) % 128;
+    size_t const page = e / (size_t(d.poolHeadDim) * d.numKVHeads * 128);
+    return "page " + std::to_string(page) + (page >= size_t(d.numPages) ? " (V plane)" : " (K plane)") + " row " +
+           std::to_string(row) + " head " + std::to_string(head) + " col " + std::to_string(col);
 }
 
 namespace {
@@ -326,38 +315,28 @@ uint32_t bitsOf(uint16_t v) {
     return v;
 }
 uint32_t bitsOf(float v) {
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
-    return u;
+    return ref::floatBits(v);
 }
 
-// One stage-output slot viewed as rows of rowElems elements; compared(row) leading elements of each row
-// are specified by the contract (the rest is not compared).
-struct StageView {
-    char const* stage;    // K1a, K1b, B1, B2
-    char const* slot;     // qNormed, kbar, logits
-    size_t rowElems;      // elements per row
-    char const* elemName; // what an element index is ("d": a dim, "g": a block)
-    std::function<std::string(size_t)> rowName;
-    std::function<size_t(size_t)> compared;
-};
-
-// The one bitwise reporter of the stage read-backs.
-template <typename E>
-std::string diffStage(StageView const& v, std::vector<E> const& got, std::vector<E> const& want) {
+// The one bitwise reporter of the stage read-backs: `got` vs `want` as rows of rowElems elements, of which
+// the first compared(r) of row r are specified (the rest is not compared); row r is named rowName(r), an
+// element index elemName ("d": a dim, "g": a block).
+template <typename E, typename RowName, typename Compared>
+std::string diffStage(char const* stage, char const* slot, std::vector<E> const& got, std::vector<E> const& want,
+                      size_t rowElems, char const* elemName, RowName rowName, Compared compared) {
     std::ostringstream os;
-    os << v.stage << " (workspace slot " << v.slot << ", contract section 6)";
+    os << stage << " (workspace slot " << slot << ", contract section 6)";
     if (got.size() != want.size()) {
         os << ": read back " << got.size() << " elements, expected " << want.size();
         return os.str();
     }
-    size_t const rows = want.size() / v.rowElems;
+    size_t const rows = want.size() / rowElems;
     size_t count = 0, badRows = 0, firstRow = 0, firstElem = 0;
     for (size_t r = 0; r < rows; ++r) {
-        size_t const n = v.compared(r);
+        size_t const n = compared(r);
         bool bad = false;
         for (size_t e = 0; e < n; ++e) {
-            size_t const i = r * v.rowElems + e;
+            size_t const i = r * rowElems + e;
             if (bitsOf(got[i]) == bitsOf(want[i]))
                 continue;
             if (count++ == 0) {
@@ -370,10 +349,10 @@ std::string diffStage(StageView const& v, std::vector<E> const& got, std::vector
     }
     if (count == 0)
         return "";
-    size_t const i = firstRow * v.rowElems + firstElem;
+    size_t const i = firstRow * rowElems + firstElem;
     int const width = int(2 * sizeof(E));
     os << " differs from the reference: " << count << " elements in " << badRows << " rows; first at row "
-       << v.rowName(firstRow) << " element " << v.elemName << "=" << firstElem << ": got 0x" << std::hex
+       << rowName(firstRow) << " element " << elemName << "=" << firstElem << ": got 0x" << std::hex
        << std::setfill('0') << std::setw(width) << bitsOf(got[i]) << ", expected 0x" << std::setw(width)
        << bitsOf(want[i]);
     return os.str();
@@ -395,51 +374,35 @@ PrefillStages referencePrefillStages(ref::PrefillCase const& c) {
 
 std::string diffPrefillStages(ref::PrefillCase const& c, PrefillOut const& got, PrefillStages const& want) {
     int32_t const S = c.seqLen, MB = (S + 3) / 4;
-    auto all = [](size_t n) { return [n](size_t) { return n; }; };
-    StageView const q{"K1a",
-                      "qNormed",
-                      128,
-                      "d",
-                      [S](size_t r) {
-                          return "b=" + std::to_string(r / 4 / S) + " t=" + std::to_string(r / 4 % S) +
-                                 " h=" + std::to_string(r % 4);
-                      },
-                      all(128)};
-    std::string m = diffStage(q, got.qNormed, want.qNormed);
-    if (!m.empty())
-        return m;
-    StageView const k{"K1b",
-                      "kbar",
-                      128,
-                      "d",
-                      [MB](size_t r) { return "b=" + std::to_string(r / MB) + " g=" + std::to_string(r % MB); },
-                      all(128)};
-    return diffStage(k, got.kbar, want.kbar);
+    auto all = [](size_t) { return size_t(128); };
+    auto qRow = [S](size_t r) {
+        return "b=" + std::to_string(r / 4 / S) + " t=" + std::to_string(r / 4 % S) + " h=" + std::to_string(r % 4);
+    };
+    auto kRow = [MB](size_t r) { return "b=" + std::to_string(r / MB) + " g=" + std::to_string(r % MB); };
+    std::string const m = diffStage("K1a", "qNormed", got.qNormed, want.qNormed, 128, "d", qRow, all);
+    return m.empty() ? diffStage("K1b", "kbar", got.kbar, want.kbar, 128, "d", kRow, all) : m;
 }
 
 std::string diffDecodeStages(ref::DecodeCase const& c, DecodeOut const& got, ref::DecodeResult const& want) {
-    StageView const q{"B1",
-                      "qNormed",
-                      128,
-                      "d",
-                      [](size_t r) { return "b=" + std::to_string(r / 4) + " h=" + std::to_string(r % 4); },
-                      [](size_t) { return size_t(128); }};
-    std::string m = diffStage(q, got.qNormed, want.qNormed);
-    if (!m.empty())
-        return m;
-    // Only the valid prefix g < ctx / 4 of a valid row is specified (section 5: B2 writes nothing else).
-    StageView const l{
-        "B2",
-        "logits",
-        size_t(c.maxBlocks),
-        "g",
-        [&c](size_t b) { return "b=" + std::to_string(b) + " (ctx " + std::to_string(c.contextLengths[b]) + ")"; },
-        [&c](size_t b) {
-            int32_t const ctx = c.contextLengths[b];
-            return ref::decodeRowValid(ctx, c.maxBlocks) ? size_t(ctx / 4) : size_t(0);
-        }};
-    return diffStage(l, got.logits, want.logits);
+    auto qRow = [](size_t r) { return "b=" + std::to_string(r / 4) + " h=" + std::to_string(r % 4); };
+    std::string const m =
+        diffStage("B1", "qNormed", got.qNormed, want.qNormed, 128, "d", qRow, [](size_t) { return size_t(128); });
+    return m.empty() ? diffDecodeLogits(c, got, want) : m;
 }
+
+std::string diffDecodeLogits(ref::DecodeCase const& c, DecodeOut const& got, ref::DecodeResult const& want) {
+    // Only the valid prefix g < ctx / 4 of a valid row is specified (section 5: B2 writes nothing else).
+    auto lRow = [&c](size_t b) {
+        return "b=" + std::to_string(b) + " (ctx " + std::to_string(c.contextLengths[b]) + ")";
+    };
+    auto valid = [&c](size_t b) {
+        int32_t const ctx = c.contextLengths[b];
+        return ref::decodeRowValid(ctx, c.maxBlocks) ? size_t(ctx / 4) : size_t(0);
+    };
+    return diffStage("B2", "logits", got.logits, want.logits, size_t(c.maxBlocks), "g", lRow, valid);
+}
+
+namespace {
 
 std::vector<int64_t> sampleRows(ref::PrefillCase const& c, size_t randomRows, uint64_t seed) {
     int64_t const rows = int64_t(c.batchSize) * c.seqLen;
@@ -466,6 +429,23 @@ std::vector<int64_t> sampleRows(ref::PrefillCase const& c, size_t randomRows, ui
     for (size_t i = 0; i < randomRows; ++i)
         add(rng.below(rows));
     return {s.begin(), s.end()};
+}
+
+} // namespace
+
+std::string sampledRowsMismatch(ref::PrefillCase const& c, std::vector<int32_t> const& got, size_t randomRows,
+                                uint64_t seed, char const* what) {
+    std::vector<int64_t> const rows = sampleRows(c, randomRows, seed);
+    std::vector<int32_t> const want = ref::runPrefillRows(c, rows);
+    size_t const W = ref::kIndexWidth;
+    for (size_t i = 0; i < rows.size(); ++i) {
+        if (!std::equal(want.begin() + i * W, want.begin() + (i + 1) * W, got.begin() + rows[i] * W)) {
+            return std::string(what) + " b=" + std::to_string(rows[i] / c.seqLen) +
+                   " t=" + std::to_string(rows[i] % c.seqLen) +
+                   " differs (Rc=" + std::to_string(ref::prefillChunkRows(c.batchSize, c.seqLen)) + ")";
+        }
+    }
+    return "";
 }
 
 bool fullReferenceAffordable(ref::PrefillCase const& c) {

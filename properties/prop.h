@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "properties/coverage.h"
@@ -18,15 +19,9 @@
 namespace qsa {
 namespace prop {
 
-// RC_PARAMS's max_success when it is set, else `fallback` (each property's budget-friendly default).
-int maxSuccess(int fallback);
-
-// The CPU variants (implementation under test: the literal oracle, //oracle) run this many times each
-// property's listed default case count, so CI's fast-reference-vs-oracle differential sees more cases than a
-// GPU run's listed default (README "Budgets": the factor is what fits `bazel test //...` in 10 minutes on
-// the 2-core CI machine, measured). Coverage floors are judged against the listed default.
-// Under ASan / UBSan (.bazelrc's asan and ubsan configs define QSA_SANITIZED) the factor is 1: those runs are
-// 3-5x slower and CI runs them over //properties/... too (size medium: 300 s per shard).
+// The CPU variants (//oracle) run this many times each property's listed case count (README "Budgets": what
+// fits `bazel test //...` in 10 minutes on the 2-core CI machine); coverage floors are judged against the
+// listed count. 1 under ASan / UBSan (QSA_SANITIZED): 3-5x slower, and CI runs them over //properties/... too.
 #ifdef QSA_SANITIZED
 constexpr int kCpuBudgetFactor = 1;
 #else
@@ -64,6 +59,12 @@ void checkProperty(std::string const& id, int defaultCases, rc::detail::Property
 class Capture {
 public:
     Capture(char const* contract, std::string description);
+    // The same, with `cases` added at once.
+    template <typename... Cases>
+    Capture(char const* contract, std::string description, Cases const&... cases)
+        : Capture(contract, std::move(description)) {
+        (add(cases), ...);
+    }
     ~Capture();
     Capture(Capture const&) = delete;
     Capture& operator=(Capture const&) = delete;
@@ -101,6 +102,8 @@ std::string diffOutIdx(std::vector<int32_t> const& got, std::vector<int32_t> con
 // Pool contents: the first differing element as (page, row, head, col) with both bit patterns.
 std::string diffPool(std::vector<uint16_t> const& got, std::vector<uint16_t> const& want, ref::PoolDims const& d,
                      char const* what);
+// Pool element e as "page P (K plane|V plane) row R head H col C".
+std::string poolCell(ref::PoolDims const& d, size_t e);
 
 // ---- stage outputs read back from the workspace (contract section 6, last paragraph) ------------------
 
@@ -119,10 +122,14 @@ PrefillStages referencePrefillStages(ref::PrefillCase const& c);
 std::string diffPrefillStages(ref::PrefillCase const& c, PrefillOut const& got, PrefillStages const& want);
 // Decode: qNormed for every row (zeros for invalid rows); logits g < ctx / 4 of every valid row only.
 std::string diffDecodeStages(ref::DecodeCase const& c, DecodeOut const& got, ref::DecodeResult const& want);
+// Decode B2 alone (the second half of diffDecodeStages).
+std::string diffDecodeLogits(ref::DecodeCase const& c, DecodeOut const& got, ref::DecodeResult const& want);
 
-// Output rows worth checking against the reference when a full reference run is too costly: chunk
-// boundaries (multiples of Rc +- 1), sequence starts and ends, block and page boundaries, random rows.
-std::vector<int64_t> sampleRows(ref::PrefillCase const& c, size_t randomRows, uint64_t seed);
+// When a full reference run is too costly: the rows worth checking (chunk boundaries, multiples of Rc +- 2,
+// sequence starts and ends, block and page boundaries, `randomRows` random rows drawn from `seed`) compared
+// with ref::runPrefillRows; "" when equal, else "<what> b=.. t=.. differs (Rc=..)" for the first that differs.
+std::string sampledRowsMismatch(ref::PrefillCase const& c, std::vector<int32_t> const& got, size_t randomRows,
+                                uint64_t seed, char const* what);
 // Whether the full reference pipeline is affordable for this case on this machine.
 bool fullReferenceAffordable(ref::PrefillCase const& c);
 

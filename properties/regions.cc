@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <functional>
 
 #include "properties/harness.h"
+#include "reference/numerics.h"
 
 namespace qsa {
 namespace prop {
@@ -23,24 +23,12 @@ bool hugeBits(DType dt, uint16_t v) {
     return (v & 0x7FFF) >= (dt == DType::kHalf ? 0x7400 : 0x5B80); // 2^14 / 2^56 and up
 }
 
-double toDouble(DType dt, uint16_t v) {
-    if (dt == DType::kBf16) {
-        uint32_t const x = uint32_t(v) << 16;
-        float f;
-        std::memcpy(&f, &x, 4);
-        return f;
-    }
-    int const e = (v >> 10) & 0x1F, m = v & 0x3FF;
-    double const mag = e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
-    return (v & 0x8000) ? -mag : mag;
-}
-
 // 0 < s / 128 < 2^-126 for some head of the q part of a 640-column row.
 bool tinyRow(DType dt, uint16_t const* row) {
     for (int h = 0; h < 4; ++h) {
         double s = 0;
         for (int d = 0; d < 128; ++d) {
-            double const x = toDouble(dt, row[128 * h + d]);
+            double const x = ref::toFloat(dt, row[128 * h + d]);
             s += x * x;
         }
         if (s > 0 && s / 128 < std::ldexp(1.0, -126))

@@ -5,8 +5,6 @@
 #include <stdexcept>
 
 #include "properties/cases.h"
-#include "properties/prop.h"
-#include "properties/regions.h"
 
 namespace qsa {
 namespace prop {
@@ -66,8 +64,7 @@ QSA_PROP(Workspace, LargerWorkspaceServesSmallerS, 20) {
     int32_t const maxS = spec.S + *pick<int32_t>(0, 1, 3, 100, 300);
     RunOptions big;
     big.workspaceBytes = prefillWorkspaceSize(spec.B, maxS) + *pick<size_t>(0, 1, 128, 4096);
-    Capture cap("workspace", describe(spec));
-    cap.add(c);
+    Capture cap("workspace", describe(spec), c);
     QSA_REQUIRE_EMPTY(
         diffOutIdx(runImplPrefill(c, big).outIdx, runImplPrefill(c).outIdx, c.seqLen, "big vs exact workspace"));
 }
