@@ -20,9 +20,9 @@
 
 #include "fixtures/explain.h"
 #include "fixtures/fixture.h"
+#include "fixtures/impl.h"
 #include "fixtures/npy.h"
 #include "fixtures/replay.h"
-#include "tools/qsa_impl.h"
 
 namespace {
 
@@ -36,14 +36,6 @@ std::string userPath(std::string const& p) {
     if (wd && !p.empty() && p[0] != '/')
         return (fs::path(wd) / p).string();
     return p;
-}
-
-Impl implByName(std::string const& name) {
-    if (name == "reference")
-        return runReferenceImpl;
-    if (name == "gpu")
-        return qsa::tools::gpuImpl();
-    throw std::runtime_error("--impl must be reference or gpu, got '" + name + "'");
 }
 
 std::string readFile(fs::path const& p) {
