@@ -247,11 +247,8 @@ int cmdExplain(std::string const& dir, std::string const& rowSpec, std::string c
         std::tie(b, t) = parseRow(f, rowSpec);
     } else {
         // No --row: the first row where the actual output differs from the fixture's expected one.
-        int64_t r = 0, rows = int64_t(f.batchSize()) * f.seqLen();
-        while (r < rows &&
-               std::equal(actual.begin() + r * W, actual.begin() + (r + 1) * W, f.expected.outIdx.begin() + r * W))
-            ++r;
-        if (r == rows) {
+        int64_t const r = firstDifferentRow(actual, f.expected.outIdx);
+        if (r < 0) {
             std::cout << "--actual " << actualPath << " equals the fixture's expected out_idx; give --row\n";
             return 0;
         }
