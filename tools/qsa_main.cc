@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <set>
 #include <sstream>
 #include <tuple>
 #include <utility>
@@ -47,11 +46,14 @@ std::string readFile(fs::path const& p) {
     return ss.str();
 }
 
+// The arrays of an output directory, in the order `qsa diff` lists them.
+constexpr char const* kOutputNames[] = {"kbar", "logits", "out_idx", "pool", "q_normed", "split_counters"};
+
 // An output directory (`qsa run`) or a fixture directory (its expected_* files), as named arrays.
 std::map<std::string, NpyArray> loadOutputArrays(std::string const& dir, bool* isFixture) {
     *isFixture = fs::exists(fs::path(dir) / "case.json");
     std::map<std::string, NpyArray> out;
-    for (char const* name : {"out_idx", "pool", "split_counters", "q_normed", "kbar", "logits"}) {
+    for (char const* name : kOutputNames) {
         fs::path p = fs::path(dir) / ((*isFixture ? std::string("expected_") : std::string()) + name + ".npy");
         if (fs::exists(p))
             out[name] = parseNpy(readFile(p), p.string());
@@ -106,12 +108,9 @@ int cmdDiff(std::string const& a, std::string const& b) {
         return r.pass ? 0 : 1;
     }
     bool same = true;
-    std::set<std::string> names;
-    for (auto const& kv : A)
-        names.insert(kv.first);
-    for (auto const& kv : B)
-        names.insert(kv.first);
-    for (std::string const& n : names) {
+    for (std::string const n : kOutputNames) {
+        if (!A.count(n) && !B.count(n))
+            continue;
         if (!A.count(n) || !B.count(n)) {
             std::cout << n << ": only in " << (A.count(n) ? a : b) << "\n";
             same = false;
