@@ -13,16 +13,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <set>
 #include <sstream>
 #include <tuple>
 #include <utility>
 
 #include "fixtures/explain.h"
 #include "fixtures/fixture.h"
+#include "fixtures/impl.h"
 #include "fixtures/npy.h"
 #include "fixtures/replay.h"
-#include "tools/qsa_impl.h"
 
 namespace {
 
@@ -38,14 +37,6 @@ std::string userPath(std::string const& p) {
     return p;
 }
 
-Impl implByName(std::string const& name) {
-    if (name == "reference")
-        return runReferenceImpl;
-    if (name == "gpu")
-        return qsa::tools::gpuImpl();
-    throw std::runtime_error("--impl must be reference or gpu, got '" + name + "'");
-}
-
 std::string readFile(fs::path const& p) {
     std::ifstream in(p, std::ios::binary);
     if (!in)
@@ -55,11 +46,14 @@ std::string readFile(fs::path const& p) {
     return ss.str();
 }
 
+// The arrays of an output directory, in the order `qsa diff` lists them.
+constexpr char const* kOutputNames[] = {"kbar", "logits", "out_idx", "pool", "q_normed", "split_counters"};
+
 // An output directory (`qsa run`) or a fixture directory (its expected_* files), as named arrays.
 std::map<std::string, NpyArray> loadOutputArrays(std::string const& dir, bool* isFixture) {
     *isFixture = fs::exists(fs::path(dir) / "case.json");
     std::map<std::string, NpyArray> out;
-    for (char const* name : {"out_idx", "pool", "split_counters", "q_normed", "kbar", "logits"}) {
+    for (char const* name : kOutputNames) {
         fs::path p = fs::path(dir) / ((*isFixture ? std::string("expected_") : std::string()) + name + ".npy");
         if (fs::exists(p))
             out[name] = parseNpy(readFile(p), p.string());
@@ -114,12 +108,9 @@ int cmdDiff(std::string const& a, std::string const& b) {
         return r.pass ? 0 : 1;
     }
     bool same = true;
-    std::set<std::string> names;
-    for (auto const& kv : A)
-        names.insert(kv.first);
-    for (auto const& kv : B)
-        names.insert(kv.first);
-    for (std::string const& n : names) {
+    for (std::string const n : kOutputNames) {
+        if (!A.count(n) && !B.count(n))
+            continue;
         if (!A.count(n) || !B.count(n)) {
             std::cout << n << ": only in " << (A.count(n) ? a : b) << "\n";
             same = false;
@@ -255,11 +246,8 @@ int cmdExplain(std::string const& dir, std::string const& rowSpec, std::string c
         std::tie(b, t) = parseRow(f, rowSpec);
     } else {
         // No --row: the first row where the actual output differs from the fixture's expected one.
-        int64_t r = 0, rows = int64_t(f.batchSize()) * f.seqLen();
-        while (r < rows &&
-               std::equal(actual.begin() + r * W, actual.begin() + (r + 1) * W, f.expected.outIdx.begin() + r * W))
-            ++r;
-        if (r == rows) {
+        int64_t const r = firstDifferentRow(actual, f.expected.outIdx);
+        if (r < 0) {
             std::cout << "--actual " << actualPath << " equals the fixture's expected out_idx; give --row\n";
             return 0;
         }
