@@ -15,6 +15,7 @@ MAX_DIM = 1 << 40
 MAX_RANK = 8
 DTYPES = {"<u2": np.dtype("<u2"), "<i4": np.dtype("<i4"), "<f4": np.dtype("<f4")}
 _WS = b" \t\n\r"
+HEADER_KEYS = ("descr", "fortran_order", "shape")
 
 
 def shape_string(shape):
@@ -38,7 +39,7 @@ class _Header:
         return self.s[self.i:self.i + 1] if self.i < len(self.s) else b"\0"
 
     def skip_ws(self):
-        while self.i < len(self.s) and self.s[self.i:self.i + 1] in (b" ", b"\t", b"\n", b"\r"):
+        while self.i < len(self.s) and self.s[self.i] in _WS:
             self.i += 1
 
     def expect(self, c, field):
@@ -107,7 +108,7 @@ class _Header:
         return tuple(shape)
 
     def parse(self):
-        descr = order = shape = None
+        got = {}  # descr, fortran_order, shape
         self.skip_ws()
         self.expect(b"{", "header")
         while True:
@@ -119,39 +120,29 @@ class _Header:
             self.skip_ws()
             self.expect(b":", key)
             self.skip_ws()
-            if key == "descr":
-                if descr is not None:
-                    self.fail(key, "duplicate header key")
-                descr = self.descr(self.string(key))
-            elif key == "fortran_order":
-                if order is not None:
-                    self.fail(key, "duplicate header key")
-                order = self.boolean(key)
-                if order:
-                    self.fail(key, "fortran_order True is not supported (arrays must be C order)")
-            elif key == "shape":
-                if shape is not None:
-                    self.fail(key, "duplicate header key")
-                shape = self.shape()
-            else:
+            if key not in HEADER_KEYS:
                 self.fail("header", f"unknown header key '{key}'")
+            if key in got:
+                self.fail(key, "duplicate header key")
+            if key == "descr":
+                got[key] = self.descr(self.string(key))
+            elif key == "fortran_order":
+                got[key] = self.boolean(key)
+                if got[key]:
+                    self.fail(key, "fortran_order True is not supported (arrays must be C order)")
+            else:
+                got[key] = self.shape()
             self.skip_ws()
             if self.peek() == b",":
                 self.i += 1
             elif self.peek() != b"}":
                 self.fail("header", "expected ',' or '}' in the header dict")
-        while self.i < len(self.s):  # NumPy pads with spaces and ends with '\n'
-            c = self.s[self.i:self.i + 1]
-            self.i += 1
-            if c not in (b" ", b"\t", b"\n", b"\r"):
-                self.fail("header", "unexpected bytes after the header dict")
-        if descr is None:
-            self.fail("descr", "missing from the header")
-        if order is None:
-            self.fail("fortran_order", "missing from the header")
-        if shape is None:
-            self.fail("shape", "missing from the header")
-        return descr, shape
+        if self.s[self.i:].strip(_WS):  # NumPy pads with spaces and ends with '\n'
+            self.fail("header", "unexpected bytes after the header dict")
+        for key in HEADER_KEYS:
+            if key not in got:
+                self.fail(key, "missing from the header")
+        return got["descr"], got["shape"]
 
 
 def parse_npy(data, file):

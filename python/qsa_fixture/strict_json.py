@@ -206,52 +206,28 @@ def loads(data, file):
 
 def type_name(v):
     """nlohmann's type_name()."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, (int, float)):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "array"
+    for t, name in ((type(None), "null"), (bool, "boolean"), ((int, float), "number"), (str, "string"),
+                    (list, "array")):
+        if isinstance(v, t):
+            return name
     return "object"
 
 
+_DUMP_ESC = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def _dump_str(s):
-    out = ['"']
-    for ch in s:
-        o = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch in "\b\f\n\r\t":
-            out.append({"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}[ch])
-        elif o < 0x20:
-            out.append("\\u%04x" % o)
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+    return '"' + "".join(_DUMP_ESC.get(ch) or ("\\u%04x" % ord(ch) if ord(ch) < 0x20 else ch) for ch in s) + '"'
 
 
 def dump(v):
     """nlohmann's compact dump() for the values the reader's messages quote (keys sorted)."""
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
+    if v is None or v is True or v is False:
+        return {None: "null", True: "true", False: "false"}[v]
     if isinstance(v, int):
         return str(int(v))
     if isinstance(v, float):
-        if v != v or v in (float("inf"), float("-inf")):
-            return "null"
-        r = repr(v)
-        return r
+        return "null" if v != v or v in (float("inf"), float("-inf")) else repr(v)
     if isinstance(v, str):
         return _dump_str(v)
     if isinstance(v, list):

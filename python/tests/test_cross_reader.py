@@ -1,9 +1,11 @@
 """Cross-test of the two readers: every curated fixture and a corpus of malformed ones (generated
 here from curated ones) get the same verdict from the Python reader and the C++ reader (`qsa show`):
 both accept, or both reject naming the same file and the same field with the same detail. The one
-exception is malformed JSON (field '<json>'), whose detail quotes each parser's own error text."""
+exception is malformed JSON (field '<json>'), whose detail quotes each parser's own error text. Random
+byte mutations of case.json and of .npy headers (fixed seeds; QSA_MUTATIONS=N runs more) too."""
 import json
 import os
+import random
 import shutil
 
 import numpy as np
@@ -45,23 +47,15 @@ def case(d):
         return json.load(fh)
 
 
-def set_case(d, **kv):
+def set_case(d, _in=None, **kv):
+    """Sets (or, for DELETE, removes) keys of case.json, or of its object `_in` ("pool")."""
     c = case(d)
+    obj = c[_in] if _in else c
     for k, v in kv.items():
         if v is DELETE:
-            c.pop(k, None)
+            obj.pop(k, None)
         else:
-            c[k] = v
-    put(d, "case.json", json.dumps(c, indent=2).encode())
-
-
-def set_pool(d, **kv):
-    c = case(d)
-    for k, v in kv.items():
-        if v is DELETE:
-            c["pool"].pop(k, None)
-        else:
-            c["pool"][k] = v
+            obj[k] = v
     put(d, "case.json", json.dumps(c, indent=2).encode())
 
 
@@ -111,6 +105,10 @@ def set_array(name, fn):
         a = fn(a)
         put(d, name, npy_bytes(np.ascontiguousarray(a).tobytes(), a.dtype.str, a.shape))
     return f
+
+
+def set_ctx(b, v):
+    return set_array("context_lengths.npy", lambda a: np.where(np.arange(len(a)) == b, v, a).astype(np.int32))
 
 
 def remove(name):
@@ -275,19 +273,17 @@ CORPUS = [
     ("json_seed_string", PF, lambda d: set_case(d, seed="1")),
     ("json_pool_null_in_decode", DS, lambda d: set_case(d, pool=None)),
     ("json_pool_array", PP, lambda d: set_case(d, pool=[1])),
-    ("json_pool_extra_key", PP, lambda d: set_pool(d, numPages=1)),
-    ("json_pool_missing_key", PP, lambda d: set_pool(d, num_kv_heads=DELETE)),
-    ("json_pool_zero_pages", PP, lambda d: set_pool(d, num_pages=0)),
-    ("json_pool_head_size_too_big", PP, lambda d: set_pool(d, head_size=case(d)["pool"]["pool_head_dim"] - 127)),
-    ("json_pool_head_size_float", DS, lambda d: set_pool(d, head_size=1.0)),
-    ("json_pool_heads_mismatch", DS, lambda d: set_pool(d, num_kv_heads=case(d)["pool"]["num_kv_heads"] + 1)),
+    ("json_pool_extra_key", PP, lambda d: set_case(d, "pool", numPages=1)),
+    ("json_pool_missing_key", PP, lambda d: set_case(d, "pool", num_kv_heads=DELETE)),
+    ("json_pool_zero_pages", PP, lambda d: set_case(d, "pool", num_pages=0)),
+    ("json_pool_head_size_too_big", PP,
+     lambda d: set_case(d, "pool", head_size=case(d)["pool"]["pool_head_dim"] - 127)),
+    ("json_pool_head_size_float", DS, lambda d: set_case(d, "pool", head_size=1.0)),
+    ("json_pool_heads_mismatch", DS, lambda d: set_case(d, "pool", num_kv_heads=case(d)["pool"]["num_kv_heads"] + 1)),
     # --- values -------------------------------------------------------------------------------------
-    ("ctx_above_s", PF, set_array("context_lengths.npy", lambda a: np.where(np.arange(len(a)) == 2, 99, a)
-                                  .astype(np.int32))),
-    ("ctx_negative", PP, set_array("context_lengths.npy", lambda a: np.where(np.arange(len(a)) == 1, -1, a)
-                                   .astype(np.int32))),
-    ("ctx_decode_zero", DS, set_array("context_lengths.npy", lambda a: np.where(np.arange(len(a)) == 3, 0, a)
-                                      .astype(np.int32))),
+    ("ctx_above_s", PF, set_ctx(2, 99)),
+    ("ctx_negative", PP, set_ctx(1, -1)),
+    ("ctx_decode_zero", DS, set_ctx(3, 0)),
     ("cos_sin_too_few_rows", PF, set_array("cos_sin.npy", lambda a: a[:4])),
     ("cos_sin_decode_too_few", DS, set_array("cos_sin.npy", lambda a: a[:4])),
     ("cos_sin_wrong_cols", PF, set_array("cos_sin.npy", lambda a: a[:, :32])),
@@ -302,6 +298,16 @@ CORPUS = [
     ("hand_npy_truncated", HD, with_npy("expected_out_idx.npy", cut=4)),
     ("hand_json_uppercase_eps_dup", HD, replace_in_json('"pool": null', '"pool": null, "schema": "x"')),
 ]
+
+
+def same_verdict(d, what=""):
+    """Both readers' verdict on `d`, asserted equal; returns it."""
+    cv, pv = cpp_verdict(d), py_verdict(d)
+    if cv[0] == "error" and cv[2] == "<json>":
+        assert pv[:3] == cv[:3], (cv, pv)  # same file and field; the parsers word the syntax error apart
+    else:
+        assert pv == cv, f"\nC++:    {cv}\nPython: {pv}{what}"
+    return cv
 
 
 def test_corpus_names_unique():
@@ -320,11 +326,7 @@ def test_malformed_same_verdict(tmp_path, name, base, mutate):
     d = str(tmp_path / name)
     shutil.copytree(os.path.join(cases_dir(), base), d)
     mutate(d)
-    cv, pv = cpp_verdict(d), py_verdict(d)
-    if cv[0] == "error" and cv[2] == "<json>":
-        assert pv[:3] == cv[:3], (cv, pv)  # same file and field; the parsers word the syntax error apart
-    else:
-        assert pv == cv, f"\nC++:    {cv}\nPython: {pv}"
+    cv = same_verdict(d)
     if name.endswith("_ok"):
         assert cv == ("ok",), cv
     else:
@@ -334,3 +336,38 @@ def test_malformed_same_verdict(tmp_path, name, base, mutate):
 def test_not_a_directory(tmp_path):
     p = str(tmp_path / "nope")
     assert cpp_verdict(p) == py_verdict(p) == ("error", p, "<dir>", "not a directory")
+
+
+MUTATION_BASES = ["prefill_ctx_0_1_3_4_5_half", "decode_ctx_1_3_4_5_split_half", "hand_prefill_pool_ctx_3_2"]
+ALPHABET = b" \t\n\r{}[]:,\"'0123456789-+.eEtrufalsnTFL\\/<>|iufx\x00\x80\xff"
+
+
+def mutate_bytes(data, rng, lo, hi):
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 3)):
+        op = rng.randrange(3)
+        i = rng.randrange(lo, min(hi, len(b)) or 1)
+        if op == 0 and i < len(b):
+            b[i] = rng.choice(ALPHABET)
+        elif op == 1:
+            b.insert(i, rng.choice(ALPHABET))
+        elif i < len(b):
+            del b[i]
+    return bytes(b)
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("QSA_MUTATIONS", "60"))))
+def test_random_mutation_same_verdict(tmp_path, seed):
+    rng = random.Random(seed)
+    d = str(tmp_path / "m")
+    shutil.copytree(os.path.join(cases_dir(), MUTATION_BASES[seed % len(MUTATION_BASES)]), d)
+    name = rng.choice(["case.json", "case.json", "w_q.npy", "context_lengths.npy", "index_qk.npy"])
+    with open(os.path.join(d, name), "rb") as fh:
+        data = fh.read()
+    if name == "case.json":
+        data = mutate_bytes(data, rng, 0, len(data))
+    else:  # the header: magic, version, length and the dict
+        hl = 10 + int.from_bytes(data[8:10], "little") if data[6] == 1 else 12 + int.from_bytes(data[8:12], "little")
+        data = mutate_bytes(data, rng, 0, hl)
+    put(d, name, data)
+    same_verdict(d, f"\nmutated {name}: {data[:400]!r}")

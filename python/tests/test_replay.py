@@ -159,31 +159,20 @@ def diff_both(fx, od, env):
     return (cpp.returncode, cpp.stdout), (rc, py)
 
 
-# The REPORT_CASES fixtures whose inputs are hardened (fixtureInputLevel: decode reads of -1 holes, page
-# ids outside their plane), as `qsa replay` with QSA_LEVELS=core lists them NOT_JUDGED.
-HARDENED_INPUTS = ("decode_over_512_blocks_half", "prefill_pool_holes_half", "decode_ctx_1_3_4_5_split_half")
-
-
-@pytest.mark.parametrize("name,mutate", REPORT_CASES, ids=[f"{n}-{m.__name__}" for n, m in REPORT_CASES])
-def test_report_equals_cpp(tmp_path, monkeypatch, name, mutate):
-    """The whole report, level lines included ("inputs: level ...", one "failed check ... [level=...
-    profile=... contract=N]" per failed check), on fixtures with core and with hardened inputs."""
-    env = with_env(monkeypatch, "")
-    fx = os.path.join(cases_dir(), name)
-    (crc, cpp), (rc, py) = diff_mutated(tmp_path, fx, mutate, env)
-    assert crc == rc == 1, (crc, rc)
-    assert norm(py) == norm(cpp), f"\n--- C++\n{cpp}\n--- Python\n{py}"
-    assert py.startswith("DIFFERENT") and "contract broken: " in py and "\n  failed check Fixture." in py
-    assert ("\n  inputs: level hardened (" in py) == (name in HARDENED_INPUTS), py
+# The fixtures whose inputs are hardened (fixtureInputLevel: invalid decode rows, decode reads of -1 holes,
+# page ids outside their plane), as `qsa replay` with QSA_LEVELS=core lists them NOT_JUDGED.
+HARDENED_INPUTS = ("decode_over_512_blocks_half", "prefill_pool_holes_half", "decode_ctx_1_3_4_5_split_half",
+                   "decode_invalid_rows_bf16")
 
 
 def mut_invalid_row(o, f):  # decode_invalid_rows_bf16: row b=0 (ctx 13 > 4 * maxBlocks) must stay all -1
     o["out_idx"][0, 0, 5] = 3
 
 
-# Selections (QSA_LEVELS / QSA_PROFILE) x failures: judged, judged with a NOT JUDGED failed check, and not
-# judged at all (the C++ tool then says IDENTICAL: nothing selected failed).
-LEVEL_CASES = [
+# The REPORT_CASES under the default selection, then selections (QSA_LEVELS / QSA_PROFILE) x failures:
+# judged, judged with a NOT JUDGED failed check, and not judged at all (the C++ tool then says IDENTICAL:
+# nothing selected failed).
+LEVEL_CASES = [("", name, mutate) for name, mutate in REPORT_CASES] + [
     ("", "decode_invalid_rows_bf16", mut_invalid_row),  # hardened inputs: two hardened checks fail
     ("QSA_LEVELS=core", "decode_invalid_rows_bf16", mut_invalid_row),  # hardened check, core only: NOT JUDGED
     ("QSA_LEVELS=hardened", "decode_invalid_rows_bf16", mut_invalid_row),
@@ -196,12 +185,18 @@ LEVEL_CASES = [
 ]
 
 
-@pytest.mark.parametrize("spec,name,mutate", LEVEL_CASES, ids=[f"{s or 'default'}-{n}" for s, n, _ in LEVEL_CASES])
+@pytest.mark.parametrize("spec,name,mutate", LEVEL_CASES,
+                         ids=[f"{s or 'default'}-{n}-{m.__name__}" for s, n, m in LEVEL_CASES])
 def test_report_under_selection_equals_cpp(tmp_path, monkeypatch, spec, name, mutate):
+    """The whole report, level lines included ("inputs: level ...", one "failed check ... [level=...
+    profile=... contract=N]" per failed check), on fixtures with core and with hardened inputs."""
     env = with_env(monkeypatch, spec)
     fx = os.path.join(cases_dir(), name)
     (crc, cpp), (rc, py) = diff_mutated(tmp_path, fx, mutate, env)
     assert crc == rc and norm(py) == norm(cpp), f"\n--- C++ rc={crc}\n{cpp}\n--- Python rc={rc}\n{py}"
+    if not spec:
+        assert rc == 1 and py.startswith("DIFFERENT") and "contract broken: " in py, py
+        assert "\n  failed check Fixture." in py and ("\n  inputs: level hardened (" in py) == (name in HARDENED_INPUTS)
     if spec == "QSA_LEVELS=core" or spec == "QSA_LEVELS=hardened" and name == "prefill_random_pool_half":
         assert rc == 0 and py.startswith("IDENTICAL"), py  # nothing selected failed
     if spec == "QSA_PROFILE=none" and name == "prefill_random_pool_half":
@@ -213,12 +208,8 @@ def test_report_when_only_a_row_check_fails(tmp_path, monkeypatch):
     """Expected and actual out_idx equal but breaking K4 (an altered fixture): no difference is noted,
     the summary is the failed check's detail and the contract the declared one."""
     env = with_env(monkeypatch, "")
-    fx = str(tmp_path / "fx")
-    shutil.copytree(os.path.join(cases_dir(), "prefill_random_bf16"), fx)
-    f = read_fixture(fx)
-    outs = expected_as_outputs(f)
-    mut_layout(outs, f)
-    write_outputs(fx, {"expected_out_idx": outs["out_idx"]})
+    fx = altered_fixture(tmp_path, "prefill_random_bf16", mut_layout)
+    outs = expected_as_outputs(read_fixture(fx))
     od = str(tmp_path / "out")
     write_outputs(od, outs)
     (crc, cpp), (rc, py) = diff_both(fx, od, env)
