@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from .fixture import read_fixture, INDEX_WIDTH, NUM_HEADS, HEAD_DIM, TOKENS_PER_PAGE
+from .fixture import output_specs, read_fixture
 from .npy import parse_npy, serialize_npy, shape_string
 from .levels import selection_from_env
 from .replay import compare_outputs, replay
@@ -80,19 +80,12 @@ OUTPUT_NAMES = ("out_idx", "pool", "split_counters", "q_normed", "kbar", "logits
 
 def write_outputs(d, f, out):
     os.makedirs(d, exist_ok=True)
-    B, S = f.batch_size, f.seq_len
-    shapes = {"out_idx": ((B, S, INDEX_WIDTH), np.int32), "q_normed": ((B, S, NUM_HEADS, HEAD_DIM), np.uint16),
-              "kbar": ((B, (S + 3) // 4, HEAD_DIM), np.uint16),
-              "logits": (((B, f.max_blocks) if f.is_decode else (B * S, (S + 3) // 4)), np.float32)}
-    if f.pool is not None:
-        p = f.pool
-        shapes["pool"] = ((2 * p["num_pages"], TOKENS_PER_PAGE, p["num_kv_heads"], p["pool_head_dim"]), np.uint16)
-        shapes["split_counters"] = ((B, p["num_kv_heads"]), np.int32)
+    specs = output_specs(f)
     for name in OUTPUT_NAMES:
-        if out.get(name) is None or name not in shapes:
+        if out.get(name) is None or name not in specs:
             continue
-        shape, dt = shapes[name]
-        a = np.asarray(out[name]).astype(dt, copy=False).reshape(shape)
+        descr, shape = specs[name]
+        a = np.asarray(out[name]).astype(descr, copy=False).reshape(shape)
         with open(os.path.join(d, name + ".npy"), "wb") as fh:
             fh.write(serialize_npy(a))
 

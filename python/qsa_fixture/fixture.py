@@ -176,11 +176,7 @@ def case_json_text(f):
     j = {"schema": SCHEMA, "description": f.description, "pipeline": f.pipeline, "dtype": f.dtype,
          "batch_size": f.batch_size, "seq_len": f.seq_len, "rms_eps_bits": "%08x" % f.rms_eps_bits,
          "pool": None if f.pool is None else {k: f.pool[k] for k in POOL_KEYS}}
-    if f.max_blocks is not None:
-        j["max_blocks"] = f.max_blocks
-    if f.split_counters is not None:
-        j["split_counters"] = f.split_counters
-    for k in ("contract", "seed", "provenance"):
+    for k in ("max_blocks", "split_counters", "contract", "seed", "provenance"):  # the optional keys
         if getattr(f, k) is not None:
             j[k] = getattr(f, k)
     import json
@@ -215,6 +211,19 @@ class _Arrays:
         return a
 
 
+def output_specs(f):
+    """{output name: (descr, shape)}: the format of expected_<name>.npy (and of an output directory's)."""
+    B, S, MB = f.batch_size, f.seq_len, (f.seq_len + 3) // 4
+    specs = {"out_idx": ("<i4", (B, S, INDEX_WIDTH)), "q_normed": ("<u2", (B, S, NUM_HEADS, HEAD_DIM)),
+             "kbar": ("<u2", (B, MB, HEAD_DIM)),
+             "logits": ("<f4", (B, f.max_blocks) if f.is_decode else (B * S, MB))}
+    if f.pool is not None:
+        p = f.pool
+        specs["pool"] = ("<u2", (2 * p["num_pages"], TOKENS_PER_PAGE, p["num_kv_heads"], p["pool_head_dim"]))
+        specs["split_counters"] = ("<i4", (B, p["num_kv_heads"]))
+    return specs
+
+
 def _check_page_table(pt, d, file):
     """Contract section 5: a page id inside its plane appears at most once per plane."""
     B, n = pt.shape[0], d["num_pages"]
@@ -240,8 +249,7 @@ def parse_fixture_files(files, d):
     r = _Arrays(files, d)
     decode = f.is_decode
     B, S = f.batch_size, f.seq_len
-    MB = (S + 3) // 4
-    ins, exp = f.inputs, f.expected
+    ins, exp, out = f.inputs, f.expected, output_specs(f)
     ins["index_qk"] = r.get("index_qk.npy", "<u2", (B, S, QK_WIDTH))
     ctx = r.get("context_lengths.npy", "<i4", (B,))
     ins["context_lengths"] = ctx
@@ -269,32 +277,26 @@ def parse_fixture_files(files, d):
         raise FixtureError(r.path("cos_sin.npy"), "descr", f"dtype is '{cs.dtype.str}', expected '<f4'")
     ins["cos_sin"] = cs
     if f.pool is not None:
-        p = f.pool
-        pool_shape = (2 * p["num_pages"], TOKENS_PER_PAGE, p["num_kv_heads"], p["pool_head_dim"])
-        ins["page_table"] = r.get("page_table.npy", "<i4", (B, 2, p["max_pages_per_seq"]))
-        ins["pool"] = r.get("pool.npy", "<u2", pool_shape)
-        _check_page_table(ins["page_table"], p, r.path("page_table.npy"))
-        exp["pool"] = r.get("expected_pool.npy", "<u2", pool_shape)
+        ins["page_table"] = r.get("page_table.npy", "<i4", (B, 2, f.pool["max_pages_per_seq"]))
+        ins["pool"] = r.get("pool.npy", *out["pool"])
+        _check_page_table(ins["page_table"], f.pool, r.path("page_table.npy"))
+        exp["pool"] = r.get("expected_pool.npy", *out["pool"])
     else:
         for n in ("page_table.npy", "pool.npy", "expected_pool.npy"):
             r.forbid(n, 'when case.json has "pool": null')
     if f.split_counters:
-        sc = (B, f.pool["num_kv_heads"])
-        ins["split_counters"] = r.get("split_counters.npy", "<i4", sc)
-        exp["split_counters"] = r.get("expected_split_counters.npy", "<i4", sc)
+        ins["split_counters"] = r.get("split_counters.npy", *out["split_counters"])
+        exp["split_counters"] = r.get("expected_split_counters.npy", *out["split_counters"])
     else:
         why = 'when case.json has "split_counters": false' if decode else "in prefill"
         r.forbid("split_counters.npy", why)
         r.forbid("expected_split_counters.npy", why)
-    exp["out_idx"] = r.get("expected_out_idx.npy", "<i4", (B, S, INDEX_WIDTH))
-    if r.present("expected_q_normed.npy"):
-        exp["q_normed"] = r.get("expected_q_normed.npy", "<u2", (B, S, NUM_HEADS, HEAD_DIM))
-    if decode:
-        r.forbid("expected_kbar.npy", "in decode (prefill stage output only)")
-    elif r.present("expected_kbar.npy"):
-        exp["kbar"] = r.get("expected_kbar.npy", "<u2", (B, MB, HEAD_DIM))
-    if r.present("expected_logits.npy"):
-        exp["logits"] = r.get("expected_logits.npy", "<f4", (B, f.max_blocks) if decode else (B * S, MB))
+    exp["out_idx"] = r.get("expected_out_idx.npy", *out["out_idx"])
+    for name in ("q_normed", "kbar", "logits"):  # in this order, as the C++ reader checks them
+        if name == "kbar" and decode:
+            r.forbid("expected_kbar.npy", "in decode (prefill stage output only)")
+        elif r.present(f"expected_{name}.npy"):
+            exp[name] = r.get(f"expected_{name}.npy", *out[name])
     return f
 
 

@@ -7,6 +7,7 @@ A check is judged iff its level is selected and its profile is "none" or the sel
 The C++ binaries carry the registry compiled in; this package reads the same file at run time, from the
 source tree or the Bazel runfiles (checks/registry.tsv beside python/), or from REGISTRY_PATH if set.
 """
+import functools
 import os
 from dataclasses import dataclass, replace
 
@@ -49,19 +50,14 @@ def _parse_registry(text):
     return rows
 
 
-_registry = None
-
-
+@functools.lru_cache(maxsize=None)
 def registry():
     """Every row of the registry, in file order (read once)."""
-    global _registry
-    if _registry is None:
-        try:
-            with open(REGISTRY_PATH, encoding="utf-8") as fh:
-                _registry = _parse_registry(fh.read())
-        except OSError as e:
-            raise ValueError(f"checks registry: cannot read {REGISTRY_PATH}: {e.strerror}") from None
-    return _registry
+    try:
+        with open(REGISTRY_PATH, encoding="utf-8") as fh:
+            return _parse_registry(fh.read())
+    except OSError as e:
+        raise ValueError(f"checks registry: cannot read {REGISTRY_PATH}: {e.strerror}") from None
 
 
 def _find(suite, name):

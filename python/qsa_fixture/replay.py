@@ -2,11 +2,8 @@
 for bit, with the one-line summaries, contract names, checks, levels and report of fixtures/replay.cc
 (contract section 8: each failure is recorded against its Fixture.* check of checks/registry.tsv, raised to
 the fixture's input level, and judged only when QSA_LEVELS / QSA_PROFILE select it; levels.py).
-
-An implementation is any callable impl(fixture) -> dict with 'out_idx' [B, S, 2051] int32 and, as the
-fixture has them, 'pool' (after the run) and 'split_counters' (after); optionally the stage outputs
-'q_normed', 'kbar', 'logits' (shapes of the expected_* files). Arrays of other dtypes are compared by
-value after conversion to the format's dtype (uint16 bits, int32, float32 bits).
+The implementation interface is python/README.md's; arrays of other dtypes are compared by value after
+conversion to the format's dtype (uint16 bits, int32, float32 bits).
 """
 from types import SimpleNamespace
 

@@ -7,15 +7,11 @@ import subprocess
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _runfiles_root():
+def repo_root():
     src = os.environ.get("TEST_SRCDIR")
     if src and os.path.isdir(os.path.join(src, "qsa_indexer")):
         return os.path.join(src, "qsa_indexer")
-    return None
-
-
-def repo_root():
-    return _runfiles_root() or os.path.dirname(os.path.dirname(HERE))
+    return os.path.dirname(os.path.dirname(HERE))
 
 
 def cases_dir():

@@ -64,7 +64,6 @@ def half_int(u):
     sign = (u >> 16) & 0x8000
     e = (u >> 23) & 0xFF
     m = u & 0x7FFFFF
-    out = np.zeros_like(u)
     nan = (e == 255) & (m != 0)
     inf = (e == 255) & (m == 0)
     # value = (m | implicit) * 2^(e - 150); half quantum 2^-24 below 2^-14, else 2^(E - 10)

@@ -127,18 +127,13 @@ def norm(s):
     return _THRESHOLD_HEAD.sub("logits around the selection threshold (X;", s)
 
 
-def env_of(spec):
-    """"QSA_LEVELS=core QSA_PROFILE=none" -> {name: value}; "" -> {}."""
-    return dict(kv.split("=", 1) for kv in spec.split())
-
-
 def with_env(monkeypatch, spec):
-    """Sets the spec's variables (and clears the other QSA_ ones) for this process; returns the
-    environment for the C++ tool."""
+    """Sets the spec's variables ("QSA_LEVELS=core QSA_PROFILE=none", or "") and clears the other QSA_
+    ones for this process; returns the environment for the C++ tool."""
     for k in ("QSA_LEVELS", "QSA_PROFILE"):
         monkeypatch.delenv(k, raising=False)
-    for k, v in env_of(spec).items():
-        monkeypatch.setenv(k, v)
+    for kv in spec.split():
+        monkeypatch.setenv(*kv.split("=", 1))
     return dict(os.environ)
 
 
