@@ -123,7 +123,3 @@ def tags(c):
     if not c.registered:
         return "level=unregistered profile=unregistered"
     return f"level={c.level} profile={c.profile} contract={c.contract}"
-
-
-def failed_line(c):
-    return f"QSA_CHECK_FAILED {c.id} {tags(c)}"

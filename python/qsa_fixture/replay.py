@@ -84,11 +84,15 @@ def blocks_of(row, n):
     return sorted(_c_div(int(row[i]), 4) for i in range(0, n, 4) if row[i] >= 0)
 
 
-def reference_logits(f, row):
-    """Logits of one row recomputed by this package's NumPy implementation of the contract."""
-    from . import numpy_impl
-    lg = numpy_impl.run(f)["logits"]
-    return lg[row]
+def reference_logits(o, f, row):
+    """Logits of one row recomputed by this package's NumPy implementation of the contract, or None with
+    the reason in the report (the report must not hide the mismatch)."""
+    try:
+        from . import numpy_impl
+        return numpy_impl.run(f)["logits"][row]
+    except Exception as ex:  # noqa: BLE001
+        o.append(f"    (reference logits unavailable: {ex})\n")
+        return None
 
 
 def _report_order(o, f, r, row, exp, act):
@@ -102,14 +106,12 @@ def _report_order(o, f, r, row, exp, act):
     i = 0
     while eo[i] == ao[i]:
         i += 1
-    try:
-        lg = reference_logits(f, row)
+    lg = reference_logits(o, f, row)
+    if lg is not None:
         eq = lg[eo[i]] == lg[ao[i]]
         o.append(f"    at position {i}: expected block {eo[i]} (logit {hex32(lg[eo[i]])}), actual block {ao[i]} "
                  f"(logit {hex32(lg[ao[i]])})"
                  + (": equal logits, the contract orders them by ascending block id" if eq else "") + "\n")
-    except Exception as ex:  # noqa: BLE001 (the report must not hide the mismatch)
-        o.append(f"    (reference logits unavailable: {ex})\n")
 
 
 def _report_row(o, f, r, row, exp, act):
@@ -138,10 +140,8 @@ def _report_row(o, f, r, row, exp, act):
         if not e_only and not a_only:
             _report_order(o, f, r, row, exp, act)
         return
-    try:
-        lg = reference_logits(f, row)
-    except Exception as ex:  # noqa: BLE001
-        o.append(f"    (reference logits unavailable: {ex})\n")
+    lg = reference_logits(o, f, row)
+    if lg is None:
         return
     order = list(np.argsort(-lg[:r.n_vis], kind="stable"))  # logit descending, ties by ascending id
     es, as_ = set(e), set(a)
@@ -251,7 +251,7 @@ class ReplayResult:
             if not c.judged:
                 out.append(f"QSA_NOT_JUDGED {c.info.id} {levels.tags(c.info)} fixture={fixture_name}")
             elif c.failed:
-                out.append(f"{levels.failed_line(c.info)} fixture={fixture_name}: {c.detail}")
+                out.append(f"QSA_CHECK_FAILED {c.info.id} {levels.tags(c.info)} fixture={fixture_name}: {c.detail}")
         return out
 
 

@@ -150,5 +150,4 @@ def test_random_case_equals_reference(tmp_path, seed):
 @pytest.mark.skipif(os.environ.get("QSA_DIFF_BIG") != "1", reason="opt-in: minutes (QSA_DIFF_BIG=1)")
 def test_big_prefill_equals_reference(tmp_path):
     rng = np.random.default_rng(7)
-    f = make_prefill(rng, S=2100)
-    compare_with_reference(tmp_path, f)
+    compare_with_reference(tmp_path, make_prefill(rng, S=2100))

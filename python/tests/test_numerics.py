@@ -47,8 +47,7 @@ def test_fma_other_midpoints_and_signs():
     # Odd 12-bit factors put products on midpoints of many binades; tiny c of both signs.
     k = RNG.integers(2**11, 2**12, 300) | 1
     a = (k * 2.0**-11).astype(np.float32)
-    b = (RNG.integers(2**12, 2**13, 300) | 1) * 2.0**-12
-    b = b.astype(np.float32)
+    b = ((RNG.integers(2**12, 2**13, 300) | 1) * 2.0**-12).astype(np.float32)
     c = (RNG.choice([-1.0, 1.0], 300) * 2.0 ** RNG.integers(-149, -40, 300)).astype(np.float32)
     check_fma(a, b, c)
 

@@ -137,16 +137,6 @@ def with_env(monkeypatch, spec):
     return dict(os.environ)
 
 
-def diff_mutated(tmp_path, fx, mutate, env):
-    """diff_both of the fixture against its expected outputs altered by `mutate`."""
-    f = read_fixture(fx)
-    outs = expected_as_outputs(f)
-    mutate(outs, f)
-    od = str(tmp_path / "out")
-    write_outputs(od, outs)
-    return diff_both(fx, od, env)
-
-
 def diff_both(fx, od, env):
     """(rc, stdout) of `qsa diff FIXTURE OUTDIR` and of `python -m qsa_fixture diff FIXTURE OUTDIR`."""
     cpp = subprocess.run([qsa_bin(), "diff", fx, od], capture_output=True, text=True, timeout=120, env=env)
@@ -186,8 +176,12 @@ def test_report_under_selection_equals_cpp(tmp_path, monkeypatch, spec, name, mu
     """The whole report, level lines included ("inputs: level ...", one "failed check ... [level=...
     profile=... contract=N]" per failed check), on fixtures with core and with hardened inputs."""
     env = with_env(monkeypatch, spec)
-    fx = os.path.join(cases_dir(), name)
-    (crc, cpp), (rc, py) = diff_mutated(tmp_path, fx, mutate, env)
+    fx, od = os.path.join(cases_dir(), name), str(tmp_path / "out")
+    f = read_fixture(fx)
+    outs = expected_as_outputs(f)
+    mutate(outs, f)
+    write_outputs(od, outs)
+    (crc, cpp), (rc, py) = diff_both(fx, od, env)
     assert crc == rc and norm(py) == norm(cpp), f"\n--- C++ rc={crc}\n{cpp}\n--- Python rc={rc}\n{py}"
     if not spec:
         assert rc == 1 and py.startswith("DIFFERENT") and "contract broken: " in py, py
