@@ -77,6 +77,7 @@ class Pool:
 
     def __init__(self, data, page_table, dims):
         self.data, self.pt, self.d = data, page_table, dims
+        self.cols = slice(dims["head_size"], dims["head_size"] + HEAD_DIM)
 
     def _page(self, b, t, plane):
         slot = t >> 7
@@ -87,20 +88,16 @@ class Pool:
         lo = 0 if plane == 0 else n
         return page if lo <= page < lo + n else None
 
-    def _cols(self):
-        hs = self.d["head_size"]
-        return slice(hs, hs + HEAD_DIM)
-
     def read(self, b, t, plane):
         page = self._page(b, t, plane)
         if page is None:
             return np.zeros(HEAD_DIM, np.uint16)
-        return self.data[page, t & 127, 0, self._cols()].copy()
+        return self.data[page, t & 127, 0, self.cols].copy()
 
     def write(self, b, t, plane, bits):
         page = self._page(b, t, plane)
         if page is not None:
-            self.data[page, t & 127, 0, self._cols()] = bits
+            self.data[page, t & 127, 0, self.cols] = bits
 
 
 def prefill(f):
