@@ -1,12 +1,6 @@
-"""python -m qsa_fixture show|diff|replay|run: the `qsa` CLI (tools/qsa_main.cc) for Python callables.
-
-  python -m qsa_fixture show DIR
-  python -m qsa_fixture replay [--impl module:function] [--quiet] DIR...
-  python -m qsa_fixture run [--impl module:function] DIR --out OUTDIR
-  python -m qsa_fixture diff A B      (output dirs or fixture dirs: a fixture contributes its expected_*)
-
---impl defaults to qsa_fixture.numpy_impl:run. Exit status: 0 all good, 1 a mismatch or an invalid
-fixture, 2 a usage error (as qsa).
+"""python -m qsa_fixture show|diff|replay|run: the `qsa` CLI (tools/qsa_main.cc) for Python callables
+(usage: --help and python/README.md). `diff A B` takes output or fixture dirs (a fixture contributes its
+expected_*). Exit status: 0 all good, 1 a mismatch or an invalid fixture, 2 a usage error (as qsa).
 """
 import argparse
 import importlib

@@ -42,13 +42,8 @@ def pool_and_table(rng, B, pages_needed, dtype):
     mpps = pages_needed + int(rng.integers(0, 2))
     num_pages = B * mpps + int(rng.integers(0, 3))
     ids = rng.permutation(num_pages)
-    pt = np.full((B, 2, mpps), -1, np.int32)
-    k = 0
-    for b in range(B):
-        for s in range(mpps):
-            pt[b, 0, s] = ids[k]
-            pt[b, 1, s] = ids[k] + num_pages
-            k += 1
+    k_ids = ids[:B * mpps].reshape(B, mpps)  # distinct K pages, each V page = its K page + num_pages
+    pt = np.stack([k_ids, k_ids + num_pages], 1).astype(np.int32)
     holes = rng.random(pt.shape) < 0.15
     pt = np.where(holes, -1, pt)
     out_of_plane = rng.random(pt.shape) < 0.08  # K ids in the V plane and vice versa: never dereferenced
