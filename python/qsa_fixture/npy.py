@@ -65,12 +65,10 @@ class _Header:
         return bytes(out).decode("utf-8", "surrogateescape")
 
     def boolean(self, field):
-        if self.s[self.i:self.i + 4] == b"True":
-            self.i += 4
-            return True
-        if self.s[self.i:self.i + 5] == b"False":
-            self.i += 5
-            return False
+        for word, v in ((b"True", True), (b"False", False)):
+            if self.s.startswith(word, self.i):
+                self.i += len(word)
+                return v
         self.fail(field, "expected True or False")
 
     def descr(self, d):

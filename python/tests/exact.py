@@ -38,10 +38,6 @@ def round_exact(q, fmt, inexact_above=False, neg_zero=False):
     return sign * float(v) if v != 0 else (-0.0 if sign < 0 else 0.0)
 
 
-def f32(x):
-    return np.float32(x)
-
-
 def fma_exact(a, b, c):
     """IEEE fma of three float32 values, exactly."""
     a, b, c = float(a), float(b), float(c)
@@ -50,7 +46,7 @@ def fma_exact(a, b, c):
     q = Fraction(a) * Fraction(b) + Fraction(c)
     p_neg = np.signbit(a) != np.signbit(b)
     neg_zero = q == 0 and a * b == 0 and c == 0 and p_neg and np.signbit(c)
-    return f32(round_exact(q, "f32", neg_zero=neg_zero))
+    return np.float32(round_exact(q, "f32", neg_zero=neg_zero))
 
 
 def rsqrt_exact(x):
@@ -61,4 +57,4 @@ def rsqrt_exact(x):
     y = num // fx.numerator  # floor(2^2P / x)
     r = isqrt(y)  # floor(2^P / sqrt(x)) (floor(sqrt(floor(t))) == floor(sqrt(t)))
     exact = r * r * fx.numerator == fx.denominator << (2 * P)
-    return f32(round_exact(Fraction(r, 1 << P), "f32", inexact_above=not exact))
+    return np.float32(round_exact(Fraction(r, 1 << P), "f32", inexact_above=not exact))

@@ -39,13 +39,11 @@ def arr(d, name):
 
 
 def put(d, name, content):
-    with open(os.path.join(d, name), "wb") as fh:
-        fh.write(content)
+    pathlib.Path(d, name).write_bytes(content)
 
 
 def case(d):
-    with open(os.path.join(d, "case.json")) as fh:
-        return json.load(fh)
+    return json.loads(pathlib.Path(d, "case.json").read_bytes())
 
 
 def set_case(d, _in=None, **kv):
