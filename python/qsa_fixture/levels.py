@@ -2,10 +2,8 @@
 and the selection of what is judged, as checks/levels.cc reads them:
   QSA_LEVELS   comma list of core, hardened (default: all)
   QSA_PROFILE  ieee | none (default ieee; none judges no numerics-profile check)
-A check is judged iff its level is selected and its profile is "none" or the selected profile.
-
-The C++ binaries carry the registry compiled in; this package reads the same file at run time, from the
-source tree or the Bazel runfiles (checks/registry.tsv beside python/), or from REGISTRY_PATH if set.
+A check is judged iff its level is selected and its profile is "none" or the selected profile. The file
+is read at run time (python/README.md says from where; REGISTRY_PATH overrides it).
 """
 import functools
 import os

@@ -185,7 +185,8 @@ def test_report_under_selection_equals_cpp(tmp_path, monkeypatch, spec, name, mu
     assert crc == rc and norm(py) == norm(cpp), f"\n--- C++ rc={crc}\n{cpp}\n--- Python rc={rc}\n{py}"
     if not spec:
         assert rc == 1 and py.startswith("DIFFERENT") and "contract broken: " in py, py
-        assert "\n  failed check Fixture." in py and ("\n  inputs: level hardened (" in py) == (name in HARDENED_INPUTS)
+        assert "\n  failed check Fixture." in py, py
+        assert ("\n  inputs: level hardened (" in py) == (name in HARDENED_INPUTS), py
     if spec == "QSA_LEVELS=core" or spec == "QSA_LEVELS=hardened" and name == "prefill_random_pool_half":
         assert rc == 0 and py.startswith("IDENTICAL"), py  # nothing selected failed
     if spec == "QSA_PROFILE=none" and name == "prefill_random_pool_half":
