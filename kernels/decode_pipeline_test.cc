@@ -11,7 +11,8 @@ namespace {
 
 QSA_DTYPE_TEST_SUITE(DecodeTest);
 
-// Device state of a decode loop: inputs re-uploaded per step into the same buffers (as a graph needs).
+// Device state of a decode loop on its own stream: inputs re-uploaded per step into the same buffers (as a
+// graph needs).
 template <typename T>
 struct GpuDecode {
     GpuDecode(ref::HostPool const& hp, std::vector<float> const& cs, std::vector<uint16_t> const& wQ,
@@ -29,10 +30,17 @@ struct GpuDecode {
         out.fillBytes(0x5A);
     }
     // withSplit false: splitCounters null (optional).
-    void launch(float eps, cudaStream_t s, bool withSplit = true) {
+    void launch(float eps, bool withSplit = true) {
         kn::runQsaIndexerDecode<T>(out.get(), qk.as<T const>(), cosSin.get(), ctx.get(), wQ.as<T const>(),
                                    wK.as<T const>(), eps, pool.state(), withSplit ? split.get() : nullptr, ws.get(),
-                                   wsBytes, B, maxBlocks, s);
+                                   wsBytes, B, maxBlocks, st.get());
+    }
+    // One step of dc's inputs (split uploaded, passed iff dc.hasSplitCounters), waited for; no launch may fail.
+    void run(ref::DecodeCase const& dc, std::vector<int32_t> const& sc, int wsFill) {
+        upload(dc.indexQk, dc.contextLengths, sc, wsFill);
+        launch(dc.rmsEps, dc.hasSplitCounters);
+        st.sync();
+        QSA_CUDA(cudaGetLastError());
     }
 
     DevPool pool;
@@ -42,6 +50,7 @@ struct GpuDecode {
     size_t wsBytes;
     DevBuf<uint8_t> ws;
     int32_t B, maxBlocks;
+    Stream st;
 };
 
 struct DecodeSpec {
@@ -67,15 +76,15 @@ void multiStep(DType dt, DecodeSpec d) {
     int32_t const B = static_cast<int32_t>(d.L.size());
     d.dims.maxPagesPerSeq = d.pagesPerSeq;
     d.dims.numPages = B * d.pagesPerSeq + 3;
+    // Prefill of the first L tokens with the pool (invalid sequences: ctx 0).
     int32_t S = 1, maxCtx = 1;
-    for (int32_t l : d.L)
+    std::vector<int32_t> prefillCtx;
+    for (int32_t l : d.L) {
         S = std::max(S, l);
+        prefillCtx.push_back(std::max(l, 0));
+    }
     for (int32_t c : ctxAt(d, d.steps - 1))
         maxCtx = std::max(maxCtx, c);
-    // Prefill of the first L tokens with the pool (invalid sequences: ctx 0).
-    std::vector<int32_t> prefillCtx;
-    for (int32_t l : d.L)
-        prefillCtx.push_back(std::max(l, 0));
     PrefillSpec const ps = prefillSpec(B, S, prefillCtx, d.seed, d.qk);
     ref::PrefillCase pc = makePrefillCase(dt, ps);
     pc.cosSin = makeCosSin(std::max(S, maxCtx));
@@ -95,7 +104,6 @@ void multiStep(DType dt, DecodeSpec d) {
     }
     ref::HostPool hp = pc.pool;
     hp.data = pr.poolAfter;
-    Stream st;
     for (int32_t step = 0; step < d.steps; ++step) {
         std::vector<uint16_t> qk = randomT(dt, size_t(B) * ref::kQkWidth, d.qk, rng);
         ref::DecodeCase dc{dt, B, d.maxBlocks, qk, pc.cosSin, ctxAt(d, step), pc.wQ, pc.wK, pc.rmsEps, hp, true, {}};
@@ -109,10 +117,7 @@ void multiStep(DType dt, DecodeSpec d) {
         ref::DecodeResult r = ref::runDecode(dc);
         std::vector<int32_t> splitExpect = splitInit;
         std::copy(r.splitCountersAfter.begin(), r.splitCountersAfter.end(), splitExpect.begin());
-        g.upload(dc.indexQk, dc.contextLengths, splitInit, step % 2 ? 0xFF : 0x00);
-        g.launch(dc.rmsEps, st.get());
-        st.sync();
-        QSA_CUDA(cudaGetLastError());
+        g.run(dc, splitInit, step % 2 ? 0xFF : 0x00);
         auto const outOk = bitsEqual(r.outIdx, g.out.download(), {"decode outIdx", p, 2051});
         auto const poolOk =
             bitsEqual(r.poolAfter, g.pool.data.download(), {"pool after decode", p, size_t(d.dims.poolHeadDim), dt});
@@ -184,15 +189,12 @@ void graphReplayEqualsStream(DType dt, int32_t steps, int32_t floorEdgeStart) {
     std::vector<uint16_t> plainPool;
     {
         GpuDecode<T> g(hp, cs, wQ, wK, B, maxBlocks, B);
-        Stream st;
         ref::HostPool h = hp;
         for (int32_t s = 0; s < steps; ++s) {
-            g.upload(qks[s], ctxs[s], splits[s], 0x00);
-            g.launch(eps, st.get());
-            st.sync();
+            ref::DecodeCase dc{dt, B, maxBlocks, qks[s], cs, ctxs[s], wQ, wK, eps, h, true, splits[s]};
+            g.run(dc, splits[s], 0x00);
             plainOut.push_back(g.out.download());
             plainSplit.push_back(g.split.download());
-            ref::DecodeCase dc{dt, B, maxBlocks, qks[s], cs, ctxs[s], wQ, wK, eps, h, true, splits[s]};
             ref::DecodeResult r = ref::runDecode(dc);
             EXPECT_TRUE(bitsEqual(r.outIdx, plainOut.back(), {"stream outIdx vs reference", p, 2051}));
             h.data = r.poolAfter;
@@ -202,18 +204,17 @@ void graphReplayEqualsStream(DType dt, int32_t steps, int32_t floorEdgeStart) {
     }
     // Graph: captured once, replayed per step with new inputs in the same buffers, workspace re-poisoned.
     GpuDecode<T> g(hp, cs, wQ, wK, B, maxBlocks, B);
-    Stream st;
     g.upload(qks[0], ctxs[0], splits[0], 0xFF);
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
-    QSA_CUDA(cudaStreamBeginCapture(st.get(), cudaStreamCaptureModeThreadLocal));
-    g.launch(eps, st.get());
-    QSA_CUDA(cudaStreamEndCapture(st.get(), &graph));
+    QSA_CUDA(cudaStreamBeginCapture(g.st.get(), cudaStreamCaptureModeThreadLocal));
+    g.launch(eps);
+    QSA_CUDA(cudaStreamEndCapture(g.st.get(), &graph));
     QSA_CUDA(cudaGraphInstantiate(&exec, graph, 0));
     for (int32_t s = 0; s < steps; ++s) {
         g.upload(qks[s], ctxs[s], splits[s], s % 2 ? 0x7F : 0xFF);
-        QSA_CUDA(cudaGraphLaunch(exec, st.get()));
-        st.sync();
+        QSA_CUDA(cudaGraphLaunch(exec, g.st.get()));
+        g.st.sync();
         std::string ps = params("step=", s);
         EXPECT_TRUE(bitsEqual(plainOut[s], g.out.download(), {"graph outIdx vs stream", p + " " + ps, 2051}));
         EXPECT_TRUE(bitsEqual(plainSplit[s], g.split.download(), {"graph splitCounters vs stream", p + " " + ps, 2}));
@@ -245,7 +246,6 @@ TYPED_TEST(DecodeTest, LongContextsFromRandomPool) {
     std::vector<float> cs = makeCosSin(32800);
     std::vector<uint16_t> wQ = makeGamma(dt, Gamma::kSmall, rng), wK = makeGamma(dt, Gamma::kSmall, rng);
     GpuDecode<T> g(hp, cs, wQ, wK, B, maxBlocks, B);
-    Stream st;
     std::vector<int32_t> ctx = {32767, 20001, 4096, 8190};
     for (int32_t s = 0; s < 3; ++s) {
         std::vector<uint16_t> qk = randomT(dt, size_t(B) * ref::kQkWidth, Mode::kNormal, rng);
@@ -254,10 +254,7 @@ TYPED_TEST(DecodeTest, LongContextsFromRandomPool) {
         SCOPED_TRACE(p);
         ref::DecodeCase dc{dt, B, maxBlocks, qk, cs, ctx, wQ, wK, 1e-6f, hp, false, {}};
         ref::DecodeResult r = ref::runDecode(dc);
-        g.upload(qk, ctx, sc, 0xFF);
-        g.launch(1e-6f, st.get(), false);
-        st.sync();
-        QSA_CUDA(cudaGetLastError());
+        g.run(dc, sc, 0xFF);
         EXPECT_TRUE(bitsEqual(r.outIdx, g.out.download(), {"decode outIdx", p, 2051}));
         EXPECT_TRUE(bitsEqual(r.poolAfter, g.pool.data.download(), {"pool", p, size_t(dims.poolHeadDim), dt}));
         hp.data = r.poolAfter;

@@ -10,16 +10,14 @@ namespace {
 
 QSA_DTYPE_TEST_SUITE(DecodePrepTest);
 
-template <typename T>
-void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::PoolDims dims, Pages pages, Mode m,
-             Gamma g, float eps, uint64_t seed) {
+template <typename P, typename T = typename P::T>
+void runCase(std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::PoolDims dims, Pages pages, Mode m, Gamma g,
+             float eps, uint64_t seed) {
+    DType const dt = P::kDt;
     int32_t const B = static_cast<int32_t>(ctx.size());
     Rng rng(seed);
     std::vector<uint16_t> qk = randomT(dt, size_t(B) * ref::kQkWidth, m, rng);
-    int32_t maxCtx = 1;
-    for (int32_t c : ctx)
-        maxCtx = std::max(maxCtx, c);
-    std::vector<float> cs = makeCosSin(maxCtx);
+    std::vector<float> cs = makeCosSin(std::max(1, *std::max_element(ctx.begin(), ctx.end())));
     std::vector<uint16_t> wQ = makeGamma(dt, g, rng), wK = makeGamma(dt, g, rng);
     ref::HostPool hp = makeHostPool(dt, B, dims, pages, rng);
     std::string p =
@@ -48,35 +46,29 @@ void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::
 // ctx / 4 == maxBlocks + 1) and ctx < 1.
 std::vector<int32_t> const kCtx = {1,   2,   3,   4,   5,   8,   127, 128, 129, 131, 132, 256,
                                    257, 640, 644, 700, 800, 801, 803, 804, 807, 0,   -1};
+int32_t const kB = static_cast<int32_t>(kCtx.size());
+ref::PoolDims const kDims{kB * 5 + 2, 5, 2, 384, 256};
 
 TYPED_TEST(DecodePrepTest, FullTable) {
-    int32_t B = static_cast<int32_t>(kCtx.size());
     uint64_t seed = 1;
-    for (Mode m : {Mode::kNormal, Mode::kSpecial, Mode::kLowEntropy}) {
-        runCase<typename TypeParam::T>(TypeParam::kDt, kCtx, 200, {B * 5 + 2, 5, 2, 384, 256}, Pages::kFull, m,
-                                       Gamma::kSmall, 1e-6f, seed++);
-    }
+    for (Mode m : {Mode::kNormal, Mode::kSpecial, Mode::kLowEntropy})
+        runCase<TypeParam>(kCtx, 200, kDims, Pages::kFull, m, Gamma::kSmall, 1e-6f, seed++);
 }
 
 TYPED_TEST(DecodePrepTest, HolesAndOtherGeometry) {
-    int32_t B = static_cast<int32_t>(kCtx.size());
     uint64_t seed = 10;
     for (int rep = 0; rep < 3; ++rep) {
-        runCase<typename TypeParam::T>(TypeParam::kDt, kCtx, 200, {B * 5 + 2, 5, 2, 384, 256}, Pages::kHoles,
-                                       Mode::kNormal, Gamma::kSmall, 1e-6f, seed++);
-        runCase<typename TypeParam::T>(TypeParam::kDt, kCtx, 200, {B * 5, 5, 1, 200, 72}, Pages::kHoles, Mode::kWide,
-                                       Gamma::kSmall, 1e-5f, seed++);
+        runCase<TypeParam>(kCtx, 200, kDims, Pages::kHoles, Mode::kNormal, Gamma::kSmall, 1e-6f, seed++);
+        runCase<TypeParam>(kCtx, 200, {kB * 5, 5, 1, 200, 72}, Pages::kHoles, Mode::kWide, Gamma::kSmall, 1e-5f,
+                           seed++);
     }
 }
 
 TYPED_TEST(DecodePrepTest, ExtremeGammasAndEps) {
-    int32_t B = static_cast<int32_t>(kCtx.size());
     uint64_t seed = 20;
     for (Gamma g : {Gamma::kExtreme, Gamma::kSpecial}) {
-        for (float eps : {0.0f, -1.0f, 1e-6f}) {
-            runCase<typename TypeParam::T>(TypeParam::kDt, kCtx, 200, {B * 5 + 2, 5, 2, 384, 256}, Pages::kFull,
-                                           Mode::kSpecial, g, eps, seed++);
-        }
+        for (float eps : {0.0f, -1.0f, 1e-6f})
+            runCase<TypeParam>(kCtx, 200, kDims, Pages::kFull, Mode::kSpecial, g, eps, seed++);
     }
 }
 

@@ -9,9 +9,10 @@ namespace {
 
 QSA_DTYPE_TEST_SUITE(DecodeScoresTest);
 
-template <typename T>
-void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::PoolDims dims, Pages pages, Mode qMode,
+template <typename P, typename T = typename P::T>
+void runCase(std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::PoolDims dims, Pages pages, Mode qMode,
              Mode poolMode, uint64_t seed) {
+    DType const dt = P::kDt;
     int32_t const B = static_cast<int32_t>(ctx.size());
     Rng rng(seed);
     std::vector<uint16_t> q = randomT(dt, size_t(B) * ref::kNumHeads * ref::kHeadDim, qMode, rng);
@@ -27,8 +28,7 @@ void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::
     ref::decodeScores(dt, expect.data(), q.data(), ctx.data(), viewOf(hp), B, maxBlocks);
     DevBuf<uint16_t> dq(q);
     DevBuf<int32_t> dCtx(ctx);
-    DevBuf<float> out(n);
-    out.upload(std::vector<float>(n, poison));
+    DevBuf<float> out(std::vector<float>(n, poison));
     onStream([&](cudaStream_t stream) {
         kn::launchQsaDecodeScores<T>(out.get(), dq.as<T const>(), dCtx.get(), dp.state(), B, maxBlocks, stream);
     });
@@ -40,20 +40,18 @@ void runCase(DType dt, std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::
 std::vector<int32_t> const kCtx = {1, 3, 4, 7, 8, 127, 128, 129, 132, 640, 644, 700, 800, 801, 803, 804, 807, 0, -5};
 
 TYPED_TEST(DecodeScoresTest, Modes) {
-    int32_t B = static_cast<int32_t>(kCtx.size());
+    int32_t const B = static_cast<int32_t>(kCtx.size());
     uint64_t seed = 1;
     for (Mode m : {Mode::kNormal, Mode::kLowEntropy, Mode::kSpecial, Mode::kWide, Mode::kPositive}) {
-        runCase<typename TypeParam::T>(TypeParam::kDt, kCtx, 200, {B * 5 + 1, 5, 2, 384, 256}, Pages::kFull, m, m,
-                                       seed++);
-        runCase<typename TypeParam::T>(TypeParam::kDt, kCtx, 200, {B * 5 + 1, 5, 1, 200, 72}, Pages::kHoles, m,
-                                       Mode::kNormal, seed++);
+        runCase<TypeParam>(kCtx, 200, {B * 5 + 1, 5, 2, 384, 256}, Pages::kFull, m, m, seed++);
+        runCase<TypeParam>(kCtx, 200, {B * 5 + 1, 5, 1, 200, 72}, Pages::kHoles, m, Mode::kNormal, seed++);
     }
 }
 
 TYPED_TEST(DecodeScoresTest, LongContext) {
     // 8192 visible blocks in one row, page table of 256 slots.
-    runCase<typename TypeParam::T>(TypeParam::kDt, {32769, 32768, 5000}, 8200, {3 * 257, 257, 1, 256, 128},
-                                   Pages::kFull, Mode::kNormal, Mode::kNormal, 40);
+    runCase<TypeParam>({32769, 32768, 5000}, 8200, {3 * 257, 257, 1, 256, 128}, Pages::kFull, Mode::kNormal,
+                       Mode::kNormal, 40);
 }
 
 } // namespace

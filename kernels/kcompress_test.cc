@@ -19,15 +19,10 @@ struct KCase {
     Gamma gamma;
 };
 
-std::string kStr(DType dt, KCase const& k, int32_t numBlocks) {
-    return params(dtName(dt), " B=", k.B, " S=", k.S, " ctx=", ctxStr(k.ctx), " pastLen=", k.pastLen,
-                  " numBlocks=", numBlocks, " blocks=[", k.blockBegin, ",", k.blockEnd, ") qk=", modeName(k.qk),
-                  " gamma=", gammaName(k.gamma));
-}
-
-// Dense launcher, and the paged one on a pool when `pages` is given.
-template <typename T>
-void runCase(DType dt, KCase k, bool paged, Pages pages, uint64_t seed) {
+// Dense launcher, and the paged one on a pool when `paged`.
+template <typename P, typename T = typename P::T>
+void runCase(KCase k, bool paged, Pages pages, uint64_t seed) {
+    DType const dt = P::kDt;
     int32_t const numBlocks = (k.pastLen + k.S + 3) / 4;
     if (k.blockEnd < 0)
         k.blockEnd = numBlocks;
@@ -43,8 +38,11 @@ void runCase(DType dt, KCase k, bool paged, Pages pages, uint64_t seed) {
     float const eps = 1e-6f;
     ref::PoolDims dims{k.B * 6 + 3, 6, 2, 384, 256};
     ref::HostPool hp = makeHostPool(dt, k.B, dims, pages, rng);
-    std::string p = kStr(dt, k, numBlocks) + (paged ? " paged " + poolParams(dims) : " dense") +
-                    (pages == Pages::kHoles ? " holes" : "") + params(" seed=", seed);
+    std::string p = params(dtName(dt), " B=", k.B, " S=", k.S, " ctx=", ctxStr(k.ctx), " pastLen=", k.pastLen,
+                           " numBlocks=", numBlocks, " blocks=[", k.blockBegin, ",", k.blockEnd,
+                           ") qk=", modeName(k.qk), " gamma=", gammaName(k.gamma)) +
+                    (paged ? " paged " + poolParams(dims) : " dense") + (pages == Pages::kHoles ? " holes" : "") +
+                    params(" seed=", seed);
     SCOPED_TRACE(p);
 
     size_t n = size_t(k.B) * numBlocks * ref::kHeadDim;
@@ -76,11 +74,12 @@ void runCase(DType dt, KCase k, bool paged, Pages pages, uint64_t seed) {
     EXPECT_TRUE(bitsEqual(hp.data, dp.data.download(), {"pool", p, size_t(dims.poolHeadDim), dt}));
 }
 
+std::vector<int32_t> const kSmall = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 100, -4};
+
 std::vector<KCase> cases() {
-    std::vector<int32_t> small = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 100, -4};
     return {
-        {12, 9, small, 0, 0, -1, Mode::kNormal, Gamma::kSmall},
-        {12, 9, small, 0, 0, -1, Mode::kSpecial, Gamma::kExtreme},
+        {12, 9, kSmall, 0, 0, -1, Mode::kNormal, Gamma::kSmall},
+        {12, 9, kSmall, 0, 0, -1, Mode::kSpecial, Gamma::kExtreme},
         {7, 2053, {2047, 2048, 2049, 2050, 2051, 2052, 2053}, 0, 0, -1, Mode::kNormal, Gamma::kSmall},
         {2, 2053, {2053, 2046}, 0, 100, 400, Mode::kLowEntropy, Gamma::kSmall}, // a block range
         {2, 2053, {2053, 2046}, 0, 511, 513, Mode::kWide, Gamma::kSpecial},     // around block 512
@@ -93,7 +92,7 @@ std::vector<KCase> cases() {
 TYPED_TEST(KCompressTest, Dense) {
     uint64_t seed = 100;
     for (KCase const& k : cases())
-        runCase<typename TypeParam::T>(TypeParam::kDt, k, false, Pages::kFull, seed++);
+        runCase<TypeParam>(k, false, Pages::kFull, seed++);
 }
 
 // The paged launcher on every case that fits the table (6 slots of 128 tokens), seeds from `seed`.
@@ -101,7 +100,7 @@ template <typename P>
 void pagedCases(Pages pages, uint64_t seed) {
     for (KCase const& k : cases()) {
         if (k.pastLen + k.S <= 6 * 128)
-            runCase<typename P::T>(P::kDt, k, true, pages, seed++);
+            runCase<P>(k, true, pages, seed++);
     }
 }
 
@@ -112,14 +111,13 @@ TYPED_TEST(KCompressTest, PagedFullTable) {
 TYPED_TEST(KCompressTest, PagedHolesNeverDereferenced) {
     pagedCases<TypeParam>(Pages::kHoles, 300);
     // Sequences longer than maxPagesPerSeq * 128: slot indices past the table are dropped.
-    runCase<typename TypeParam::T>(TypeParam::kDt, {2, 1001, {1001, 800}, 0, 0, -1, Mode::kNormal, Gamma::kSmall}, true,
-                                   Pages::kHoles, 399);
+    runCase<TypeParam>({2, 1001, {1001, 800}, 0, 0, -1, Mode::kNormal, Gamma::kSmall}, true, Pages::kHoles, 399);
 }
 
 // Raw-k tail scatter: raw k of tokens [ctx - ctx % 4, ctx) to their K-tails, bit-unmodified.
-template <typename T>
-void runScatter(DType dt, int32_t B, int32_t S, std::vector<int32_t> ctx, Pages pages, ref::PoolDims dims,
-                uint64_t seed) {
+template <typename P, typename T = typename P::T>
+void runScatter(int32_t B, int32_t S, std::vector<int32_t> ctx, Pages pages, ref::PoolDims dims, uint64_t seed) {
+    DType const dt = P::kDt;
     Rng rng(seed);
     std::vector<uint16_t> qk = randomT(dt, size_t(B) * S * ref::kQkWidth, Mode::kSpecial, rng);
     poisonPaddedRows(dt, qk, B, S, ctx);
@@ -138,16 +136,13 @@ void runScatter(DType dt, int32_t B, int32_t S, std::vector<int32_t> ctx, Pages 
 }
 
 TYPED_TEST(KCompressTest, RawKTailScatter) {
-    using T = typename TypeParam::T;
-    DType dt = TypeParam::kDt;
-    std::vector<int32_t> small = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 100, -4};
-    runScatter<T>(dt, 12, 9, small, Pages::kFull, {12 * 2 + 1, 2, 2, 384, 256}, 1);
-    runScatter<T>(dt, 12, 9, small, Pages::kHoles, {12 * 2 + 1, 2, 1, 200, 64}, 2);
+    runScatter<TypeParam>(12, 9, kSmall, Pages::kFull, {12 * 2 + 1, 2, 2, 384, 256}, 1);
+    runScatter<TypeParam>(12, 9, kSmall, Pages::kHoles, {12 * 2 + 1, 2, 1, 200, 64}, 2);
     std::vector<int32_t> around = {2047, 2048, 2049, 2050, 2051, 2052, 2053};
-    runScatter<T>(dt, 7, 2053, around, Pages::kFull, {7 * 17, 17, 2, 384, 256}, 3);
-    runScatter<T>(dt, 7, 2053, around, Pages::kHoles, {7 * 17, 17, 2, 384, 256}, 4);
+    runScatter<TypeParam>(7, 2053, around, Pages::kFull, {7 * 17, 17, 2, 384, 256}, 3);
+    runScatter<TypeParam>(7, 2053, around, Pages::kHoles, {7 * 17, 17, 2, 384, 256}, 4);
     // Table shorter than the sequence: slots >= maxPagesPerSeq are never dereferenced.
-    runScatter<T>(dt, 3, 2053, {2051, 1027, 130}, Pages::kFull, {3 * 8, 8, 2, 384, 256}, 5);
+    runScatter<TypeParam>(3, 2053, {2051, 1027, 130}, Pages::kFull, {3 * 8, 8, 2, 384, 256}, 5);
 }
 
 } // namespace

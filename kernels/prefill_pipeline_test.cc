@@ -152,13 +152,12 @@ TYPED_TEST(PrefillTest, LongSequenceSampledRows) {
     SCOPED_TRACE(p);
     ref::PrefillCase c = makePrefillCase(TypeParam::kDt, s);
     std::vector<int32_t> out = gpuPrefill<typename TypeParam::T>(c);
+    // The first rows, rows around 4 * 512, the last valid rows and then padded ones, 24 random rows.
     std::vector<int64_t> rows;
-    for (int64_t t = 0; t < 10; ++t)
-        rows.push_back(t);
-    for (int64_t t = 2045; t < 2054; ++t)
-        rows.push_back(t);
-    for (int64_t t = 65527; t < 65536; ++t)
-        rows.push_back(t); // last valid rows, then padded ones
+    for (auto range : {std::pair<int64_t, int64_t>{0, 10}, {2045, 2054}, {65527, 65536}}) {
+        for (int64_t t = range.first; t < range.second; ++t)
+            rows.push_back(t);
+    }
     Rng rng(s.seed);
     for (int i = 0; i < 24; ++i)
         rows.push_back(static_cast<int64_t>(rng() % 65536));

@@ -16,8 +16,9 @@ struct QCase {
     float eps;
 };
 
-template <typename T>
-void runCase(DType dt, QCase const& q, uint64_t seed) {
+template <typename P, typename T = typename P::T>
+void runCase(QCase const& q, uint64_t seed) {
+    DType const dt = P::kDt;
     PrefillSpec s = prefillSpec(q.B, q.S, q.ctx, seed, q.qk);
     s.gamma = q.gamma;
     s.rmsEps = q.eps;
@@ -45,20 +46,19 @@ TYPED_TEST(QPrepTest, SmallContextsAndPadding) {
     // ctx = 0..9 on S = 9 (ctx = 9 is full, 10 clamps), plus out-of-range ctx (clamped to [0, S]).
     std::vector<int32_t> ctx = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -3, 1000};
     for (Mode m : {Mode::kNormal, Mode::kSpecial, Mode::kLowEntropy}) {
-        runCase<typename TypeParam::T>(TypeParam::kDt, {13, 9, ctx, m, Gamma::kSmall, 1e-6f}, 11);
+        runCase<TypeParam>({13, 9, ctx, m, Gamma::kSmall, 1e-6f}, 11);
     }
 }
 
 TYPED_TEST(QPrepTest, AroundBudgetAndOddS) {
-    runCase<typename TypeParam::T>(TypeParam::kDt,
-                                   {4, 2053, {2047, 2053, 2050, 2048}, Mode::kNormal, Gamma::kSmall, 1e-6f}, 12);
-    runCase<typename TypeParam::T>(TypeParam::kDt, {2, 4099, {4099, 1}, Mode::kWide, Gamma::kSmall, 1e-5f}, 13);
+    runCase<TypeParam>({4, 2053, {2047, 2053, 2050, 2048}, Mode::kNormal, Gamma::kSmall, 1e-6f}, 12);
+    runCase<TypeParam>({2, 4099, {4099, 1}, Mode::kWide, Gamma::kSmall, 1e-5f}, 13);
 }
 
 TYPED_TEST(QPrepTest, ExtremeGammasOverflowToInf) {
     for (Gamma g : {Gamma::kExtreme, Gamma::kSpecial}) {
         for (Mode m : {Mode::kNormal, Mode::kWide, Mode::kSpecial}) {
-            runCase<typename TypeParam::T>(TypeParam::kDt, {3, 37, {37, 30, 5}, m, g, 1e-6f}, 14);
+            runCase<TypeParam>({3, 37, {37, 30, 5}, m, g, 1e-6f}, 14);
         }
     }
 }
@@ -70,7 +70,7 @@ TYPED_TEST(QPrepTest, AnyRmsEps) {
         1e-45f, -1e-38f};
     for (float e : eps) {
         for (Mode m : {Mode::kNormal, Mode::kLowEntropy}) {
-            runCase<typename TypeParam::T>(TypeParam::kDt, {2, 13, {13, 7}, m, Gamma::kSmall, e}, 15);
+            runCase<TypeParam>({2, 13, {13, 7}, m, Gamma::kSmall, e}, 15);
         }
     }
 }

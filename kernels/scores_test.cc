@@ -16,8 +16,9 @@ struct SCase {
     Mode qMode, kMode;
 };
 
-template <typename T>
-void runCase(DType dt, SCase k, uint64_t seed) {
+template <typename P, typename T = typename P::T>
+void runCase(SCase k, uint64_t seed) {
+    DType const dt = P::kDt;
     int32_t const MB = (k.S + 3) / 4;
     if (k.rowEnd < 0)
         k.rowEnd = k.B * k.S;
@@ -41,8 +42,7 @@ void runCase(DType dt, SCase k, uint64_t seed) {
     ref::scores(dt, expect.data(), q.data(), kb.data(), k.ctx.data(), k.B, k.S, k.rowBegin, k.rowEnd);
     DevBuf<uint16_t> dq(q), dk(kb);
     DevBuf<int32_t> dCtx(k.ctx);
-    DevBuf<float> out(n);
-    out.upload(std::vector<float>(n, bitsFloat(0x7FC12345u)));
+    DevBuf<float> out(std::vector<float>(n, bitsFloat(0x7FC12345u)));
     onStream([&](cudaStream_t stream) {
         kn::launchQsaScores<T>(out.get(), dq.as<T const>(), dk.as<T const>(), dCtx.get(), k.B, k.S, k.rowBegin,
                                k.rowEnd, stream);
@@ -54,18 +54,17 @@ TYPED_TEST(ScoresTest, SmallContexts) {
     std::vector<int32_t> small = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, -1};
     uint64_t seed = 1;
     for (Mode m : {Mode::kNormal, Mode::kLowEntropy, Mode::kSpecial, Mode::kWide}) {
-        runCase<typename TypeParam::T>(TypeParam::kDt, {12, 11, small, 0, -1, m, m}, seed++);
+        runCase<TypeParam>({12, 11, small, 0, -1, m, m}, seed++);
     }
 }
 
 TYPED_TEST(ScoresTest, AroundBudget) {
     std::vector<int32_t> around = {2047, 2048, 2049, 2050, 2051, 2052, 2053};
-    runCase<typename TypeParam::T>(TypeParam::kDt, {7, 2053, around, 0, -1, Mode::kNormal, Mode::kNormal}, 10);
+    runCase<TypeParam>({7, 2053, around, 0, -1, Mode::kNormal, Mode::kNormal}, 10);
     // Many equal logits (ties for the sort) and +0.0 logits from relu.
-    runCase<typename TypeParam::T>(TypeParam::kDt, {2, 2053, {2053, 2045}, 0, -1, Mode::kLowEntropy, Mode::kLowEntropy},
-                                   11);
+    runCase<TypeParam>({2, 2053, {2053, 2045}, 0, -1, Mode::kLowEntropy, Mode::kLowEntropy}, 11);
     // Positive inputs: every dot product positive, large sums.
-    runCase<typename TypeParam::T>(TypeParam::kDt, {1, 2050, {2050}, 0, -1, Mode::kPositive, Mode::kPositive}, 12);
+    runCase<TypeParam>({1, 2050, {2050}, 0, -1, Mode::kPositive, Mode::kPositive}, 12);
 }
 
 TYPED_TEST(ScoresTest, RowChunks) {
@@ -73,15 +72,14 @@ TYPED_TEST(ScoresTest, RowChunks) {
     std::vector<int32_t> ctx = {1030, 999, 1001};
     uint64_t seed = 20;
     for (auto r : std::vector<std::pair<int, int>>{{0, 1000}, {1000, 2061}, {2061, 3003}, {517, 518}, {3002, 3003}}) {
-        runCase<typename TypeParam::T>(TypeParam::kDt, {3, 1001, ctx, r.first, r.second, Mode::kSpecial, Mode::kNormal},
-                                       seed++);
+        runCase<TypeParam>({3, 1001, ctx, r.first, r.second, Mode::kSpecial, Mode::kNormal}, seed++);
     }
 }
 
 TYPED_TEST(ScoresTest, OverflowToInf) {
     // Large T values: dot products overflow FP32 to inf, inf - inf gives NaN: relu maps NaN to +0.0.
-    runCase<typename TypeParam::T>(TypeParam::kDt, {2, 301, {301, 150}, 0, -1, Mode::kSpecial, Mode::kSpecial}, 30);
-    runCase<typename TypeParam::T>(TypeParam::kDt, {2, 301, {301, 150}, 0, -1, Mode::kWide, Mode::kSpecial}, 31);
+    runCase<TypeParam>({2, 301, {301, 150}, 0, -1, Mode::kSpecial, Mode::kSpecial}, 30);
+    runCase<TypeParam>({2, 301, {301, 150}, 0, -1, Mode::kWide, Mode::kSpecial}, 31);
 }
 
 TEST(IdsFillTest, MatchesReference) {
@@ -91,8 +89,7 @@ TEST(IdsFillTest, MatchesReference) {
         size_t n = size_t(rc.first) * rc.second;
         std::vector<int32_t> expect(n + 64, -7);
         ref::idsFill(expect.data(), rc.first, rc.second);
-        DevBuf<int32_t> out(n + 64);
-        out.upload(std::vector<int32_t>(n + 64, -7));
+        DevBuf<int32_t> out(std::vector<int32_t>(n + 64, -7));
         onStream([&](cudaStream_t stream) { kn::launchQsaIdsFill(out.get(), rc.first, rc.second, stream); });
         EXPECT_TRUE(bitsEqual(expect, out.download(), {"ids", p, size_t(rc.second)}));
     }

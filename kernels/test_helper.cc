@@ -1,11 +1,8 @@
 // Shared helpers of the GPU tests; see test_helper.h.
 #include "kernels/test_helper.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <iomanip>
-#include <numeric>
 
 namespace qsa {
 namespace ktest {
@@ -14,13 +11,14 @@ char const* dtName(DType dt) {
     return dt == DType::kHalf ? "half" : "bf16";
 }
 
-uint16_t tPosInf(DType dt) {
+// Special patterns of T.
+static uint16_t tPosInf(DType dt) {
     return dt == DType::kHalf ? 0x7C00 : 0x7F80;
 }
-uint16_t tNegInf(DType dt) {
+static uint16_t tNegInf(DType dt) {
     return dt == DType::kHalf ? 0xFC00 : 0xFF80;
 }
-uint16_t tMaxFinite(DType dt) {
+static uint16_t tMaxFinite(DType dt) {
     return dt == DType::kHalf ? 0x7BFF : 0x7F7F;
 }
 uint16_t tNaN(DType dt, int variant) {
@@ -45,6 +43,7 @@ char const* gammaName(Gamma g) {
 static float randomValue(Mode m, Rng& rng) {
     switch (m) {
     case Mode::kNormal:
+    case Mode::kSpecial: // its special values are drawn by randomT
         return rng.uniform(-2.0f, 2.0f);
     case Mode::kPositive:
         return rng.uniform(0.0f, 1.0f);
@@ -58,8 +57,6 @@ static float randomValue(Mode m, Rng& rng) {
         float v = std::ldexp(mant, e);
         return (rng() & 1) ? -v : v;
     }
-    case Mode::kSpecial:
-        return rng.uniform(-2.0f, 2.0f);
     }
     return 0.0f;
 }
@@ -220,16 +217,6 @@ void expectThrows(std::string const& label, std::function<void()> const& fn, std
         return;
     }
     ADD_FAILURE() << "did not throw";
-}
-
-PrefillSpec prefillSpec(int32_t B, int32_t S, std::vector<int32_t> ctx, uint64_t seed, Mode qk) {
-    PrefillSpec s;
-    s.B = B;
-    s.S = S;
-    s.ctx = std::move(ctx);
-    s.qk = qk;
-    s.seed = seed;
-    return s;
 }
 
 std::string specStr(DType dt, PrefillSpec const& s) {

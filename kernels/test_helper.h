@@ -48,21 +48,18 @@ using testlib::Stream;
 
 // ---- dtypes ------------------------------------------------------------------------------------
 
-struct HalfType {
-    using T = half;
-    static constexpr DType kDt = DType::kHalf;
-    static char const* name() { return "half"; }
+char const* dtName(DType dt);
+
+template <typename E, DType D>
+struct DTypeParam {
+    using T = E;
+    static constexpr DType kDt = D;
 };
-struct Bf16Type {
-    using T = __nv_bfloat16;
-    static constexpr DType kDt = DType::kBf16;
-    static char const* name() { return "bf16"; }
-};
-using DTypes = ::testing::Types<HalfType, Bf16Type>;
+using DTypes = ::testing::Types<DTypeParam<half, DType::kHalf>, DTypeParam<__nv_bfloat16, DType::kBf16>>;
 struct DTypeNames {
     template <typename P>
     static std::string GetName(int) {
-        return P::name();
+        return dtName(P::kDt);
     }
 };
 
@@ -73,15 +70,9 @@ struct DTypeNames {
     class Suite : public ::testing::Test {};                                                                           \
     TYPED_TEST_SUITE(Suite, ::qsa::ktest::DTypes, ::qsa::ktest::DTypeNames)
 
-char const* dtName(DType dt);
-// float <-> bits, and float <-> T bits (ref::fromFloat / ref::toFloat): the reference's verified casts.
+// Bits -> float, and float <-> T bits (ref::fromFloat / ref::toFloat): the reference's verified casts.
 using ref::bitsFloat;
-using ref::floatBits;
-// Special patterns of T.
-uint16_t tPosInf(DType dt);
-uint16_t tNegInf(DType dt);
-uint16_t tNaN(DType dt, int variant); // a few different NaN payloads and signs
-uint16_t tMaxFinite(DType dt);
+uint16_t tNaN(DType dt, int variant); // a few different NaN payloads and signs of T
 
 // ---- random inputs -----------------------------------------------------------------------------
 
@@ -254,14 +245,16 @@ struct PrefillSpec {
     int32_t B = 1;
     int32_t S = 8;
     std::vector<int32_t> ctx; // size B
+    uint64_t seed = 1;
     Mode qk = Mode::kNormal;
     Gamma gamma = Gamma::kSmall;
     bool poison = true; // NaN/Inf in padded rows
     float rmsEps = 1e-6f;
-    uint64_t seed = 1;
 };
 // The spec of B sequences of S rows with context lengths ctx, the other fields at their defaults but qk.
-PrefillSpec prefillSpec(int32_t B, int32_t S, std::vector<int32_t> ctx, uint64_t seed, Mode qk = Mode::kNormal);
+inline PrefillSpec prefillSpec(int32_t B, int32_t S, std::vector<int32_t> ctx, uint64_t seed, Mode qk = Mode::kNormal) {
+    return PrefillSpec{B, S, std::move(ctx), seed, qk};
+}
 std::string specStr(DType dt, PrefillSpec const& s);
 ref::PrefillCase makePrefillCase(DType dt, PrefillSpec const& s);
 
