@@ -2,7 +2,6 @@
 #include "kernels/test_helper.h"
 
 #include <cmath>
-#include <iomanip>
 
 namespace qsa {
 namespace ktest {
@@ -155,52 +154,6 @@ ref::PoolView viewOf(ref::HostPool& h) {
 std::string poolParams(ref::PoolDims const& d) {
     return params("pool{numPages=", d.numPages, " maxPagesPerSeq=", d.maxPagesPerSeq, " numKVHeads=", d.numKVHeads,
                   " poolHeadDim=", d.poolHeadDim, " headSize=", d.headSize, "}");
-}
-
-static std::string showElem(Elem kind, size_t elemBytes, unsigned char const* p, DType dt) {
-    std::ostringstream os;
-    if (elemBytes == 2) {
-        uint16_t v;
-        std::memcpy(&v, p, 2);
-        os << "0x" << std::hex << std::setw(4) << std::setfill('0') << v << std::dec << " (" << ref::toFloat(dt, v)
-           << ")";
-    } else if (kind == Elem::kF32) {
-        uint32_t v;
-        std::memcpy(&v, p, 4);
-        os << "0x" << std::hex << std::setw(8) << std::setfill('0') << v << std::dec << " (" << bitsFloat(v) << ")";
-    } else {
-        int32_t v;
-        std::memcpy(&v, p, 4);
-        os << v;
-    }
-    return os.str();
-}
-
-::testing::AssertionResult bitsEqualRaw(Elem kind, size_t elemBytes, void const* expected, void const* actual, size_t n,
-                                        CmpOpts const& o) {
-    auto const* e = static_cast<unsigned char const*>(expected);
-    auto const* a = static_cast<unsigned char const*>(actual);
-    if (std::memcmp(e, a, n * elemBytes) == 0)
-        return ::testing::AssertionSuccess();
-    size_t count = 0;
-    std::ostringstream os;
-    for (size_t i = 0; i < n; ++i) {
-        if (std::memcmp(e + i * elemBytes, a + i * elemBytes, elemBytes) == 0)
-            continue;
-        if (count < size_t(o.maxPrint)) {
-            os << "\n  " << o.what;
-            if (o.rowWidth > 0) {
-                os << "[row " << i / o.rowWidth << ", col " << i % o.rowWidth << "]";
-            } else {
-                os << "[" << i << "]";
-            }
-            os << ": expected (reference) " << showElem(kind, elemBytes, e + i * elemBytes, o.dt) << ", actual (GPU) "
-               << showElem(kind, elemBytes, a + i * elemBytes, o.dt);
-        }
-        ++count;
-    }
-    return ::testing::AssertionFailure() << o.what << ": " << count << " of " << n << " elements differ in bits ["
-                                         << o.params << "]" << os.str();
 }
 
 void expectThrows(std::string const& label, std::function<void()> const& fn, std::vector<std::string> const& words) {

@@ -30,6 +30,7 @@
 #include "reference/numerics.h"
 #include "reference/qsaReference.h"
 #include "reference/stages.h"
+#include "testing/bits_diff.h"
 #include "testing/device_buffer.h"
 #include "testing/inputs.h"
 #include "testing/rng.h"
@@ -187,27 +188,29 @@ void onStream(Launch launch) {
 
 // ---- comparisons -------------------------------------------------------------------------------
 
-enum class Elem { kT, kF32, kI32 };
-
+// Fields in this order: the tests write {what, params, rowWidth, dt}.
 struct CmpOpts {
     std::string what;    // e.g. "qNormed"
     std::string params;  // the case's parameters
-    size_t rowWidth = 0; // > 0: mismatches printed as [row, col]
+    size_t rowWidth = 0; // > 0: mismatches printed as row, col
     DType dt = DType::kHalf;
-    int maxPrint = 8;
+    size_t maxPrint = 8;
 };
 
-::testing::AssertionResult bitsEqualRaw(Elem kind, size_t elemBytes, void const* expected, void const* actual, size_t n,
-                                        CmpOpts const& o);
-
+// testlib::bitsDiffReport of actual vs expected (T elements shown with their dt value) as a gtest result.
 template <typename E>
 ::testing::AssertionResult bitsEqual(std::vector<E> const& expected, std::vector<E> const& actual, CmpOpts const& o) {
-    if (expected.size() != actual.size()) {
-        return ::testing::AssertionFailure()
-               << o.what << ": size " << actual.size() << " != expected " << expected.size() << " [" << o.params << "]";
-    }
-    Elem kind = sizeof(E) == 2 ? Elem::kT : (std::is_floating_point<E>::value ? Elem::kF32 : Elem::kI32);
-    return bitsEqualRaw(kind, sizeof(E), expected.data(), actual.data(), expected.size(), o);
+    testlib::BitsDiffOpts b;
+    b.what = o.what;
+    b.params = o.params;
+    b.rowWidth = o.rowWidth;
+    b.value = testlib::BitsValue::kT;
+    b.dt = o.dt;
+    b.maxPrint = o.maxPrint;
+    std::string const m = testlib::bitsDiffReport(actual, expected, b);
+    if (m.empty())
+        return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << m;
 }
 
 // Parameter formatting: {a,b,c}.

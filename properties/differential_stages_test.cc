@@ -13,8 +13,6 @@
 
 #include <algorithm>
 #include <cfloat>
-#include <cstring>
-#include <sstream>
 #include <stdexcept>
 
 #include "kernels/qsaIndexerKernels.h"
@@ -22,6 +20,7 @@
 #include "properties/prop.h"
 #include "reference/numerics.h"
 #include "reference/stages.h"
+#include "testing/bits_diff.h"
 #include "testing/device_buffer.h"
 #include "testing/rng.h"
 
@@ -41,20 +40,16 @@ DeviceBuffer<E> garbage(size_t n, int byte = 0xA5) {
     return b;
 }
 
+// The bitwise report (testlib::bitsDiffReport) of got vs want as rows of rowLen elements, T ones of dt.
 template <typename E>
-std::string firstDiff(std::vector<E> const& got, std::vector<E> const& want, size_t rowLen, char const* what) {
-    for (size_t i = 0; i < want.size(); ++i) {
-        uint64_t a = 0, b = 0;
-        std::memcpy(&a, &got[i], sizeof(E));
-        std::memcpy(&b, &want[i], sizeof(E));
-        if (a != b) {
-            std::ostringstream os;
-            os << what << ": first difference at row " << i / rowLen << " col " << i % rowLen << ": got 0x" << std::hex
-               << a << " want 0x" << b;
-            return os.str();
-        }
-    }
-    return "";
+std::string diffRows(std::vector<E> const& got, std::vector<E> const& want, size_t rowLen, char const* what,
+                     ref::DType dt = ref::DType::kHalf) {
+    testlib::BitsDiffOpts o;
+    o.what = what;
+    o.rowWidth = rowLen;
+    o.value = testlib::BitsValue::kT;
+    o.dt = dt;
+    return testlib::bitsDiffReport(got, want, o);
 }
 
 // Logit rows drawn from a few distinct values, special ones included (host-written, contract section 4).
@@ -85,7 +80,7 @@ QSA_PROP(Stages, SortMatchesReference, 60) {
     DeviceBuffer<char> dt(temp);
     kn::launchQsaSortRows(dk.get(), dko.get(), dv.get(), dvo.get(), rows, MB, dt.get(), temp, nullptr);
     RC_ASSERT(dvo.download() == wantV);
-    QSA_REQUIRE_EMPTY(firstDiff(dko.download(), wantK, size_t(MB), "sorted keys [row, col]"));
+    QSA_REQUIRE_EMPTY(diffRows(dko.download(), wantK, size_t(MB), "sorted keys [row, col]"));
 }
 
 QSA_PROP(Stages, DecodeSelectMatchesReference, 60) {
@@ -135,7 +130,7 @@ std::string stagesVsReference(ref::PrefillCase const& c, int64_t r0, int64_t r1)
                B, S);
     DeviceBuffer<uint16_t> q = garbage<uint16_t>(rows * 512);
     kn::launchQsaQPrep<T>(q.as<T>(), qk.as<T const>(), cs.get(), ctx.get(), wQ.as<T const>(), c.rmsEps, B, S, nullptr);
-    std::string m = firstDiff(q.download(), qRef, 512, "K1a qNormed [row = (b*S + t), col = 128 h + d]");
+    std::string m = diffRows(q.download(), qRef, 512, "K1a qNormed [row = (b*S + t), col = 128 h + d]", c.dtype);
     if (!m.empty())
         return m;
     // K1b
@@ -145,7 +140,7 @@ std::string stagesVsReference(ref::PrefillCase const& c, int64_t r0, int64_t r1)
     DeviceBuffer<uint16_t> kb = garbage<uint16_t>(size_t(B) * MB * 128, 0x5A);
     kn::launchQsaKCompress<T>(kb.as<T>(), qk.as<T const>(), cs.get(), ctx.get(), wK.as<T const>(), c.rmsEps, B, S, MB,
                               0, MB, 0, nullptr);
-    m = firstDiff(kb.download(), kRef, 128, "K1b kbar [row = b*MB + g]");
+    m = diffRows(kb.download(), kRef, 128, "K1b kbar [row = b*MB + g]", c.dtype);
     if (!m.empty())
         return m;
     // K2 on rows [r0, r1), from the reference's stored qNormed / kbar (stages consume inputs as stored).
@@ -157,7 +152,7 @@ std::string stagesVsReference(ref::PrefillCase const& c, int64_t r0, int64_t r1)
     DeviceBuffer<float> l = garbage<float>(n, 0x7F);
     kn::launchQsaScores<T>(l.get(), qIn.as<T const>(), kIn.as<T const>(), ctx.get(), B, S, int32_t(r0), int32_t(r1),
                            nullptr);
-    return firstDiff(l.download(), lRef, size_t(MB), "K2 logits [row = r - rowBegin, col = g]");
+    return diffRows(l.download(), lRef, size_t(MB), "K2 logits [row = r - rowBegin, col = g]");
 }
 
 // K1a, K1b, then K2 on the reference's qNormed / kbar (a K2 bug is told apart from a K1 bug) over all rows or

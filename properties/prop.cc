@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -17,6 +18,7 @@
 #include "fixtures/fixture.h"
 #include "reference/numerics.h"
 #include "reference/stages.h"
+#include "testing/bits_diff.h"
 #include "testing/rng.h"
 
 namespace qsa {
@@ -311,51 +313,22 @@ std::string poolCell(ref::PoolDims const& d, size_t e) {
 
 namespace {
 
-uint32_t bitsOf(uint16_t v) {
-    return v;
-}
-uint32_t bitsOf(float v) {
-    return ref::floatBits(v);
-}
-
-// The one bitwise reporter of the stage read-backs: `got` vs `want` as rows of rowElems elements, of which
-// the first compared(r) of row r are specified (the rest is not compared); row r is named rowName(r), an
-// element index elemName ("d": a dim, "g": a block).
-template <typename E, typename RowName, typename Compared>
+// The stage read-backs' report (testlib::bitsDiffReport): `got` vs `want` as rows of rowElems elements, of
+// which the first compared(r) of row r are specified (the rest is not compared; default all); row r is named
+// rowName(r), a column colName ("d": a dim, "g": a block); T elements are shown as values of dt.
+template <typename E>
 std::string diffStage(char const* stage, char const* slot, std::vector<E> const& got, std::vector<E> const& want,
-                      size_t rowElems, char const* elemName, RowName rowName, Compared compared) {
-    std::ostringstream os;
-    os << stage << " (workspace slot " << slot << ", contract section 6)";
-    if (got.size() != want.size()) {
-        os << ": read back " << got.size() << " elements, expected " << want.size();
-        return os.str();
-    }
-    size_t const rows = want.size() / rowElems;
-    size_t count = 0, badRows = 0, firstRow = 0, firstElem = 0;
-    for (size_t r = 0; r < rows; ++r) {
-        size_t const n = compared(r);
-        bool bad = false;
-        for (size_t e = 0; e < n; ++e) {
-            size_t const i = r * rowElems + e;
-            if (bitsOf(got[i]) == bitsOf(want[i]))
-                continue;
-            if (count++ == 0) {
-                firstRow = r;
-                firstElem = e;
-            }
-            bad = true;
-        }
-        badRows += bad ? 1 : 0;
-    }
-    if (count == 0)
-        return "";
-    size_t const i = firstRow * rowElems + firstElem;
-    int const width = int(2 * sizeof(E));
-    os << " differs from the reference: " << count << " elements in " << badRows << " rows; first at row "
-       << rowName(firstRow) << " element " << elemName << "=" << firstElem << ": got 0x" << std::hex
-       << std::setfill('0') << std::setw(width) << bitsOf(got[i]) << ", expected 0x" << std::setw(width)
-       << bitsOf(want[i]);
-    return os.str();
+                      ref::DType dt, size_t rowElems, char const* colName, std::function<std::string(size_t)> rowName,
+                      std::function<size_t(size_t)> compared = nullptr) {
+    testlib::BitsDiffOpts o;
+    o.what = std::string(stage) + " (workspace slot " + slot + ", contract section 6) differs from the reference";
+    o.rowWidth = rowElems;
+    o.rowName = std::move(rowName);
+    o.colName = colName;
+    o.compared = std::move(compared);
+    o.value = testlib::BitsValue::kT;
+    o.dt = dt;
+    return testlib::bitsDiffReport(got, want, o);
 }
 
 } // namespace
@@ -374,19 +347,17 @@ PrefillStages referencePrefillStages(ref::PrefillCase const& c) {
 
 std::string diffPrefillStages(ref::PrefillCase const& c, PrefillOut const& got, PrefillStages const& want) {
     int32_t const S = c.seqLen, MB = (S + 3) / 4;
-    auto all = [](size_t) { return size_t(128); };
     auto qRow = [S](size_t r) {
         return "b=" + std::to_string(r / 4 / S) + " t=" + std::to_string(r / 4 % S) + " h=" + std::to_string(r % 4);
     };
     auto kRow = [MB](size_t r) { return "b=" + std::to_string(r / MB) + " g=" + std::to_string(r % MB); };
-    std::string const m = diffStage("K1a", "qNormed", got.qNormed, want.qNormed, 128, "d", qRow, all);
-    return m.empty() ? diffStage("K1b", "kbar", got.kbar, want.kbar, 128, "d", kRow, all) : m;
+    std::string const m = diffStage("K1a", "qNormed", got.qNormed, want.qNormed, c.dtype, 128, "d", qRow);
+    return m.empty() ? diffStage("K1b", "kbar", got.kbar, want.kbar, c.dtype, 128, "d", kRow) : m;
 }
 
 std::string diffDecodeStages(ref::DecodeCase const& c, DecodeOut const& got, ref::DecodeResult const& want) {
     auto qRow = [](size_t r) { return "b=" + std::to_string(r / 4) + " h=" + std::to_string(r % 4); };
-    std::string const m =
-        diffStage("B1", "qNormed", got.qNormed, want.qNormed, 128, "d", qRow, [](size_t) { return size_t(128); });
+    std::string const m = diffStage("B1", "qNormed", got.qNormed, want.qNormed, c.dtype, 128, "d", qRow);
     return m.empty() ? diffDecodeLogits(c, got, want) : m;
 }
 
@@ -399,7 +370,7 @@ std::string diffDecodeLogits(ref::DecodeCase const& c, DecodeOut const& got, ref
         int32_t const ctx = c.contextLengths[b];
         return ref::decodeRowValid(ctx, c.maxBlocks) ? size_t(ctx / 4) : size_t(0);
     };
-    return diffStage("B2", "logits", got.logits, want.logits, size_t(c.maxBlocks), "g", lRow, valid);
+    return diffStage("B2", "logits", got.logits, want.logits, c.dtype, size_t(c.maxBlocks), "g", lRow, valid);
 }
 
 namespace {
