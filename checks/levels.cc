@@ -31,9 +31,9 @@ std::vector<CheckInfo> parseRegistry() {
         if (line.empty() || line[0] == '#')
             continue;
         std::vector<std::string> const f = split(line, '\t');
-        if (f.size() != 5 || (f[1] != "core" && f[1] != "hardened") || (f[2] != "none" && f[2] != "ieee"))
+        if (f.size() != 5 || (f[1] != "core" && f[1] != "hardened") || (f[2] != "none" && f[2] != "ieee" && f[2] != "fast"))
             throw std::runtime_error("checks registry: line " + std::to_string(n) +
-                                     " is not 'check<TAB>core|hardened<TAB>none|ieee<TAB>contract<TAB>what': " + line);
+                                     " is not 'check<TAB>core|hardened<TAB>none|ieee|fast<TAB>contract<TAB>what': " + line);
         CheckInfo c;
         c.id = c.pattern = f[0];
         c.level = f[1];
@@ -101,8 +101,8 @@ std::string Selection::describe() const {
 Selection parseSelection(std::string const& levels, std::string const& profile) {
     Selection s;
     s.profile = profile.empty() ? "ieee" : profile;
-    if (s.profile != "ieee" && s.profile != "none")
-        throw std::runtime_error("QSA_PROFILE must be ieee or none, got '" + profile + "'");
+    if (s.profile != "ieee" && s.profile != "fast" && s.profile != "none")
+        throw std::runtime_error("QSA_PROFILE must be ieee, fast or none, got '" + profile + "'");
     if (levels.empty() || levels == "all") {
         s.levels = {"core", "hardened"};
         return s;
@@ -137,7 +137,9 @@ std::string failedLine(CheckInfo const& c) {
 }
 
 std::string groupOf(CheckInfo const& c) {
-    return c.profile == "ieee" ? "ieee differential" : c.level;
+    if (c.profile == "ieee" || c.profile == "fast")
+        return c.profile + " differential";
+    return c.level;
 }
 
 std::vector<std::string> const& groups() {

@@ -1,7 +1,7 @@
 // Levels and profiles of every check (../shared/CONTRACT.md section 8), from the one registry
 // checks/registry.tsv (compiled in, so static binaries carry it), and the selection of what is judged:
 //   QSA_LEVELS   comma list of core, hardened (default: all)
-//   QSA_PROFILE  ieee | none (default ieee; none judges no numerics-profile check)
+//   QSA_PROFILE  ieee | fast | none (default ieee; none judges no numerics-profile check; fast: section 9)
 // A check is judged iff its level is selected and its profile is "none" or the selected profile. A check not
 // judged prints notJudgedLine() and is never reported as a pass.
 #pragma once
@@ -17,7 +17,7 @@ struct CheckInfo {
     std::string id;      // "Suite.Name" as asked
     std::string pattern; // the registry row that matched ("Suite.Name" or "Suite.*"); "" when none
     std::string level;   // core | hardened ("" when not registered)
-    std::string profile; // none | ieee
+    std::string profile; // none | ieee | fast
     int contract = 0;    // section 7 number, 0 for none
     std::string what;    // one line
     bool registered() const { return !pattern.empty(); }
@@ -35,7 +35,7 @@ CheckInfo raisedTo(CheckInfo info, std::string const& level);
 
 struct Selection {
     std::set<std::string> levels; // subset of {core, hardened}
-    std::string profile;          // ieee | none
+    std::string profile;          // ieee | fast | none
     bool judged(CheckInfo const& c) const;
     std::string describe() const; // "levels=core,hardened profile=ieee"
 };
@@ -52,9 +52,9 @@ std::string notJudgedLine(CheckInfo const& c, Selection const& s);
 std::string failedLine(CheckInfo const& c);
 
 // The verdict groups of section 8: "core" and "hardened" (checks of profile none at that level) and
-// "ieee differential" (every check of profile ieee, whatever its level).
+// "ieee differential" / "fast differential" (every check of that profile, whatever its level).
 std::string groupOf(CheckInfo const& c);
-std::vector<std::string> const& groups(); // core, hardened, ieee differential
+std::vector<std::string> const& groups(); // core, hardened, ieee differential (certify: fast differential to come)
 
 } // namespace checks
 } // namespace qsa

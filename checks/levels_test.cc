@@ -14,7 +14,7 @@ TEST(Levels, RegistryParsesAndEveryRowHasALevelAndProfile) {
     ASSERT_GT(registry().size(), 40u);
     for (CheckInfo const& c : registry()) {
         EXPECT_TRUE(c.level == "core" || c.level == "hardened") << c.id;
-        EXPECT_TRUE(c.profile == "none" || c.profile == "ieee") << c.id;
+        EXPECT_TRUE(c.profile == "none" || c.profile == "ieee" || c.profile == "fast") << c.id;
     }
 }
 
@@ -47,7 +47,15 @@ TEST(Levels, SelectionJudgesOnlyWhatIsSelected) {
     EXPECT_EQ(groupOf(hard), "hardened");
     EXPECT_EQ(raisedTo(lookup("Fixture.Differential"), "hardened").level, "hardened");
     EXPECT_THROW(parseSelection("core,strict", "ieee"), std::runtime_error);
-    EXPECT_THROW(parseSelection("core", "fast"), std::runtime_error);
+    EXPECT_THROW(parseSelection("core", "fastmath"), std::runtime_error);
+    Selection const f = parseSelection("core", "fast"); // contract section 9: fast judges fast and none checks
+    EXPECT_TRUE(f.judged(core));
+    EXPECT_FALSE(f.judged(ieee));
+    CheckInfo fastCheck = ieee;
+    fastCheck.profile = "fast";
+    EXPECT_TRUE(f.judged(fastCheck));
+    EXPECT_FALSE(c.judged(fastCheck));
+    EXPECT_EQ(groupOf(fastCheck), "fast differential");
     EXPECT_NE(notJudgedLine(hard, c).find("QSA_NOT_JUDGED Padding.InvalidDecodeRowsAreInert level=hardened"),
               std::string::npos);
 }
