@@ -164,6 +164,30 @@ QSA_PROP(DecodeStages, B2LogitsMatchReference, 60) {
     checkStageCase(pick(Fill::kNaN, Fill::kGarbage, Fill::kZero), 1, diffDecodeLogits);
 }
 
+// Profile `fast` (section 9.2): B1's q output inside its E1 intervals (zeros of invalid rows exact); B2's
+// logits inside their E2 intervals from the implementation's own q slot and V-tails.
+template <typename Judge>
+void checkStageCaseFast(rc::Gen<Fill> const& fills, uint64_t fillSeedOffset, Judge judge) {
+    StageCase const s = *genStageCase();
+    coverStage(s.d);
+    coverage::cover("q_cancel", s.qCancel, 0.25);
+    Capture cap("decode_stages", s.description, s.d);
+    RunOptions ro;
+    ro.workspaceFill = *fills;
+    ro.fillSeed = uint64_t(s.d.contextLengths[0]) + fillSeedOffset;
+    ro.readStages = true;
+    DecodeOut const got = runImplDecode(s.d, ro);
+    QSA_REQUIRE_EMPTY(judge(s.d, got));
+}
+
+QSA_PROP(DecodeStages, B1QPrepWithinFastEnclosure, 60) {
+    checkStageCaseFast(pick(Fill::kGarbage, Fill::kNaN, Fill::kZero), 0, fast::judgeDecodeQ);
+}
+
+QSA_PROP(DecodeStages, B2LogitsWithinFastEnclosure, 60) {
+    checkStageCaseFast(pick(Fill::kNaN, Fill::kGarbage, Fill::kZero), 1, fast::judgeDecodeLogits);
+}
+
 } // namespace
 } // namespace prop
 } // namespace qsa

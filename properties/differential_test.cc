@@ -124,6 +124,86 @@ QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
     coverage::cover("tie_at_rank_512", tie, kThresholdTieFloor);
 }
 
+// ---- profile `fast` (contract section 9): the same cases, judged by E1-E5 instead of bit equality ----------
+
+void prefillWithinFastEnclosure(bool hostile) {
+    SpecOptions o;
+    o.tieBias = *pick(false, true);
+    o.pool = hostile || *pick(false, true);
+    o.hostilePool = hostile;
+    o.shares = defaultShares(true);
+    PrefillSpec const spec = *genPrefillSpec(o);
+    ref::PrefillCase const c = toCase(spec);
+    coverPrefill(prefillRegions(c), nVisFloor(), kChunkedFloor);
+    Capture cap("differential", describe(spec), c);
+    RunOptions ro;
+    ro.readStages = true;
+    PrefillOut const got = runImplPrefill(c, ro);
+    QSA_REQUIRE_EMPTY(fast::judgePrefillStages(c, got));
+    QSA_REQUIRE_EMPTY(fast::judgePrefillRows(c, got, fast::rowsToJudge(c, 24, spec.act.seed)));
+    if (c.hasPool)
+        QSA_REQUIRE_EMPTY(fast::judgePrefillPool(c, got));
+}
+
+// CPU: fewer cases than the bit-exact twin (the interval judge costs about what the oracle does).
+QSA_PROP(Differential, PrefillWithinFastEnclosure, implOnGpu() ? 100 : 12) {
+    prefillWithinFastEnclosure(false);
+}
+
+QSA_PROP(Differential, PrefillHostilePoolWithinFastEnclosure, implOnGpu() ? 50 : 8) {
+    prefillWithinFastEnclosure(true);
+}
+
+// Each step starts from the implementation's own pool: every step is judged from the inputs it was given.
+void decodeStepsWithinFastEnclosure(bool hostile) {
+    DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 300, 6, false, hostile);
+    walkDecodeChain(spec, "differential", nVisFloor(), [&](ref::DecodeCase& d, size_t k) {
+        RunOptions ro;
+        ro.readStages = true;
+        DecodeOut const got = runImplDecode(d, ro);
+        std::string const m = fast::judgeDecodeStep(d, got);
+        QSA_REQUIRE_EMPTY(m.empty() ? "" : "decode step " + std::to_string(k) + ": " + m);
+        return got.pool;
+    });
+}
+
+QSA_PROP(Differential, DecodeStepsWithinFastEnclosure, implOnGpu() ? 30 : 15) {
+    decodeStepsWithinFastEnclosure(false);
+}
+
+QSA_PROP(Differential, DecodeStepsHostilePoolWithinFastEnclosure, implOnGpu() ? 30 : 15) {
+    decodeStepsWithinFastEnclosure(true);
+}
+
+// nVis > 512 on tie-heavy logits: E4 judges B3's set exactly on the implementation's own logits.
+QSA_PROP(Differential, DecodeSelectsAmongManyBlocksFast, 6) {
+    DecodeChainSpec spec = *genDecodeChainSpec(40, 3, true, false);
+    int32_t const hi = implOnGpu() ? 4200 : 2200;
+    spec.B = std::min(spec.B, implOnGpu() ? 4 : 1);
+    spec.L.resize(spec.B);
+    for (int32_t& L : spec.L)
+        L = *flatRange<int32_t>(2051, hi);
+    spec.act.ties = *pick(Ties::kNegativeDots, Ties::kDupBlocks, Ties::kDeadGammaK, Ties::kDupBlocks);
+    spec.act.distinctBlocks = *flatRange<int32_t>(1, 5);
+    spec.act.rope = Rope::kIdentity;
+    spec.act.extremeGamma = false;
+    spec.regime = Regime::kManyBlocks;
+    fitPool(spec.pool, int64_t(spec.B) * hi);
+    bool tie = false;
+    walkDecodeChain(spec, "differential", 1.0, [&](ref::DecodeCase& d, size_t k) {
+        RunOptions ro;
+        ro.readStages = true;
+        DecodeOut const got = runImplDecode(d, ro);
+        for (int32_t b = 0; b < d.batchSize; ++b) // ties among the implementation's own logits
+            if (ref::decodeRowValid(d.contextLengths[b], d.maxBlocks))
+                tie |= tiesAtRank(&got.logits[size_t(b) * d.maxBlocks], d.contextLengths[b] / 4);
+        std::string const m = fast::judgeDecodeStep(d, got);
+        QSA_REQUIRE_EMPTY(m.empty() ? "" : "decode (nVis > 512) step " + std::to_string(k) + ": " + m);
+        return got.pool;
+    });
+    coverage::cover("tie_at_rank_512", tie, kThresholdTieFloor);
+}
+
 // Always chunked (B * S * MB > 8388608, so Rc < B * S): sampled rows around every chunk boundary equal the
 // reference, and a sequence's rows equal its rows when it runs alone (where the boundaries fall elsewhere).
 QSA_PROP(Differential, ChunkedPrefillMatchesReference, implOnGpu() ? 10 : 1) {
@@ -161,6 +241,31 @@ QSA_PROP(Differential, ChunkedPrefillMatchesReference, implOnGpu() ? 10 : 1) {
                 " differs in the chunked batch "
                 "from its run alone");
     }
+}
+
+// Always chunked, judged under `fast`: stages on every row, E3 on rows around every chunk boundary.
+QSA_PROP(Differential, ChunkedPrefillWithinFastEnclosure, implOnGpu() ? 10 : 1) {
+    SpecOptions o;
+    o.tieBias = *rc::gen::noShrink(rc::gen::arbitrary<bool>());
+    PrefillSpec spec = *rc::gen::noShrink(genPrefillSpec(o));
+    spec.S = implOnGpu() ? *rc::gen::noShrink(pick<int32_t>(2049, 4096, 8192, 6001)) : 2049;
+    int32_t const MB = (spec.S + 3) / 4;
+    int32_t const minB = int32_t(8388608 / (int64_t(spec.S) * MB)) + 1;
+    spec.B = std::min(minB + (implOnGpu() ? *rc::gen::noShrink(flatRange<int32_t>(0, 3)) : 0),
+                      std::max(minB, 32768 / spec.S));
+    spec.ctx.clear();
+    for (int32_t b = 0; b < spec.B; ++b)
+        spec.ctx.push_back(b % 3 == 1 ? spec.S - 1 - 4 * b : spec.S);
+    spec.hasPool = false;
+    spec.regime = Regime::kChunked;
+    ref::PrefillCase const c = toCase(spec);
+    coverPrefill(prefillRegions(c), 0.0, 1.0);
+    Capture cap("differential", describe(spec), c);
+    RunOptions ro;
+    ro.readStages = true;
+    PrefillOut const got = runImplPrefill(c, ro);
+    QSA_REQUIRE_EMPTY(fast::judgePrefillStages(c, got));
+    QSA_REQUIRE_EMPTY(fast::judgePrefillRows(c, got, fast::rowsToJudge(c, 16, spec.act.seed)));
 }
 
 } // namespace

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "properties/coverage.h"
+#include "properties/fast.h"
 #include "properties/generators.h"
 #include "properties/harness.h"
 #include "reference/qsaReference.h"
@@ -38,11 +39,13 @@ void checkProperty(std::string const& id, int defaultCases, rc::detail::Property
 #define QSA_PROP(Suite, Name, DefaultCases)                                                                            \
     static void qsaProp_##Suite##_##Name();                                                                            \
     TEST(Suite, Name) {                                                                                                \
+        ::qsa::prop::fast::start();                                                                                    \
         ::qsa::prop::coverage::Run qsaCoverage_(#Suite "." #Name, (DefaultCases));                                     \
         ::qsa::prop::checkProperty(#Suite "." #Name, (DefaultCases), ::rc::detail::toProperty([] {                     \
                                        ::qsa::prop::coverage::runCase(&qsaProp_##Suite##_##Name);                      \
                                    }));                                                                                \
         ::qsa::prop::coverage::finish(qsaCoverage_);                                                                   \
+        ::qsa::prop::fast::finish(#Suite "." #Name);                                                                   \
     }                                                                                                                  \
     static void qsaProp_##Suite##_##Name()
 

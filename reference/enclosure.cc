@@ -311,40 +311,96 @@ LogitBound logitBound(DType dt, uint16_t const* q, uint16_t const* kbar, Params 
     return logitBounds(dt, q, kbar, 1, p)[0];
 }
 
-std::vector<LogitBound> logitBounds(DType dt, uint16_t const* q, uint16_t const* kbar, int32_t n, Params const& p) {
-    FpEnvGuard env;
-    using Mat = Eigen::Matrix<double, Eigen::Dynamic, 128, Eigen::RowMajor>;
-    Mat K(n, 128);
-    Eigen::VectorXd maxK(n);
+using KMat = Eigen::Matrix<double, Eigen::Dynamic, 128, Eigen::RowMajor>;
+
+struct KbarRows::Impl {
+    DType dt;
+    KMat K, absK;
+    Eigen::VectorXd maxK;
+};
+
+KbarRows::KbarRows(DType dt, uint16_t const* kbar, int32_t n) : impl_(new Impl) {
+    impl_->dt = dt;
+    impl_->K.resize(n, 128);
+    impl_->maxK.resize(n);
     for (int32_t g = 0; g < n; ++g) {
         double m = 0;
         for (int d = 0; d < 128; ++d) {
             double const v = toFloat(dt, kbar[size_t(g) * 128 + d]);
-            K(g, d) = v;
-            m = std::max(m, std::fabs(v));
+            impl_->K(g, d) = v;
+            m = std::isnan(v) ? NAN : std::max(m, std::fabs(v));
         }
-        maxK(g) = m; // NaN propagates to the products: the bound is then unbounded
+        impl_->maxK(g) = m; // NaN or inf: the logit bound is unbounded
     }
+    impl_->absK = impl_->K.cwiseAbs();
+}
+
+KbarRows::~KbarRows() {
+    delete impl_;
+}
+
+std::vector<LogitBound> KbarRows::bounds(uint16_t const* q, int32_t nVis, Params const& p) const {
+    FpEnvGuard env;
     Eigen::Matrix<double, 128, 4> Q;
     double maxQ = 0;
     for (int h = 0; h < 4; ++h)
         for (int d = 0; d < 128; ++d) {
-            Q(d, h) = toFloat(dt, q[h * 128 + d]);
-            maxQ = std::max(maxQ, std::fabs(Q(d, h)));
+            Q(d, h) = toFloat(impl_->dt, q[h * 128 + d]);
+            maxQ = std::isnan(Q(d, h)) ? NAN : std::max(maxQ, std::fabs(Q(d, h)));
         }
-    Eigen::MatrixXd const P = K * Q;
-    Eigen::MatrixXd const M = K.cwiseAbs() * Q.cwiseAbs();
-    std::vector<LogitBound> out(n);
-    for (int32_t g = 0; g < n; ++g) {
+    Eigen::MatrixXd const P = impl_->K.topRows(nVis) * Q;
+    Eigen::MatrixXd const M = impl_->absK.topRows(nVis) * Q.cwiseAbs();
+    std::vector<LogitBound> out(nVis);
+    for (int32_t g = 0; g < nVis; ++g) {
         double Pg[4], Mg[4];
-        bool finite = std::isfinite(maxK(g)) && std::isfinite(maxQ);
+        bool const finite = std::isfinite(impl_->maxK(g)) && std::isfinite(maxQ);
         for (int h = 0; h < 4; ++h) {
             Pg[h] = P(g, h);
             Mg[h] = finite ? M(g, h) : INFINITY;
         }
-        out[g] = fromDots(Pg, Mg, maxQ, maxK(g), p);
+        out[g] = fromDots(Pg, Mg, maxQ, impl_->maxK(g), p);
     }
     return out;
+}
+
+std::vector<std::vector<LogitBound>> KbarRows::boundsRows(std::vector<uint16_t const*> const& qRows,
+                                                          std::vector<int32_t> const& nVis, Params const& p) const {
+    FpEnvGuard env;
+    int32_t const R = int32_t(qRows.size());
+    int32_t const n = R ? *std::max_element(nVis.begin(), nVis.end()) : 0;
+    std::vector<std::vector<LogitBound>> out(R);
+    if (n == 0)
+        return out;
+    Eigen::MatrixXd P[4], M[4];
+    Eigen::VectorXd maxQ = Eigen::VectorXd::Zero(R);
+    for (int h = 0; h < 4; ++h) {
+        Eigen::Matrix<double, Eigen::Dynamic, 128, Eigen::RowMajor> Q(R, 128);
+        for (int32_t r = 0; r < R; ++r)
+            for (int d = 0; d < 128; ++d) {
+                double const v = toFloat(impl_->dt, qRows[r][h * 128 + d]);
+                Q(r, d) = v;
+                maxQ(r) = std::isnan(v) ? NAN : std::max(maxQ(r), std::fabs(v));
+            }
+        P[h] = Q * impl_->K.topRows(n).transpose();
+        M[h] = Q.cwiseAbs() * impl_->absK.topRows(n).transpose();
+    }
+    for (int32_t r = 0; r < R; ++r) {
+        out[r].resize(nVis[r]);
+        for (int32_t g = 0; g < nVis[r]; ++g) {
+            double Pg[4], Mg[4];
+            bool const finite = std::isfinite(impl_->maxK(g)) && std::isfinite(maxQ(r));
+            for (int h = 0; h < 4; ++h) {
+                Pg[h] = P[h](r, g);
+                Mg[h] = finite ? M[h](r, g) : INFINITY;
+            }
+            out[r][g] = fromDots(Pg, Mg, maxQ(r), impl_->maxK(g), p);
+        }
+    }
+    return out;
+}
+
+std::vector<LogitBound> logitBounds(DType dt, uint16_t const* q, uint16_t const* kbar, int32_t n, Params const& p) {
+    return KbarRows(dt, kbar, n).bounds(q, n, p);
 }
 
 bool tInside(DType dt, uint16_t bits, float lo, float hi) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,23 @@ struct LogitBound {
 LogitBound logitBound(DType dt, uint16_t const* q, uint16_t const* kbar, Params const& p = {});
 // The same for many blocks at once: logits of one q row against kbar rows [n, 128] (Eigen in double).
 std::vector<LogitBound> logitBounds(DType dt, uint16_t const* q, uint16_t const* kbar, int32_t n, Params const& p = {});
+// A sequence's kbar rows [n, 128] converted once, for the logit bounds of many q rows (prefill).
+class KbarRows {
+public:
+    KbarRows(DType dt, uint16_t const* kbar, int32_t n);
+    ~KbarRows();
+    KbarRows(KbarRows const&) = delete;
+    KbarRows& operator=(KbarRows const&) = delete;
+    // Bounds of the logits of q (4 x 128 T bits) against rows [0, nVis).
+    std::vector<LogitBound> bounds(uint16_t const* q, int32_t nVis, Params const& p = {}) const;
+    // Many q rows at once (one GEMM per head): out[r] = bounds(qRows[r], nVis[r]).
+    std::vector<std::vector<LogitBound>> boundsRows(std::vector<uint16_t const*> const& qRows,
+                                                    std::vector<int32_t> const& nVis, Params const& p = {}) const;
+
+private:
+    struct Impl;
+    Impl* impl_;
+};
 
 // Whether a T value (bits) is inside [lo, hi] (numerically: +0.0 and -0.0 both match a bound of zero; NaN never).
 bool tInside(DType dt, uint16_t bits, float lo, float hi);
