@@ -46,7 +46,7 @@ def test_cli_one_line_per_problem(name, detail):
     assert p.stdout.splitlines() == [
         f"FAIL {fx}: FAIL: {detail} {API}",
         f"  QSA_CHECK_FAILED Fixture.Api level=core profile=none contract=0 fixture={fx}: {detail}",
-        f"contract broken: api [level=core profile=none contract=0]",
+        "contract broken: api [level=core profile=none contract=0]",
         f"  {detail.replace('the implementation threw: ', '')}",
         f"0 of 1 fixtures pass (impl=bad_impls:{name})"], p.stdout
 

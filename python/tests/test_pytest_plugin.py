@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from common import HERE, cases_dir, curated_cases, repo_root
