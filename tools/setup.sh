@@ -8,9 +8,10 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 self=$repo/tools/setup.sh
 CUDA_PATH=${CUDA_PATH:-/usr/local/cuda}
-# python3-numpy and python3-pytest: the Python fixture package and its py_test targets (//python).
+# python3-numpy and python3-pytest: the Python fixture package and its py_test targets (//python);
+# python3-venv, python3-setuptools and python3-wheel: its offline `pip install ./python` (//python:install_test).
 packages=(bazel-bootstrap libeigen3-dev librapidcheck-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev
-    python3-numpy python3-pytest)
+    python3-numpy python3-pytest python3-venv python3-setuptools python3-wheel)
 
 missingPackages() {
     local p

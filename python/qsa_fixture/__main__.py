@@ -12,6 +12,7 @@ import numpy as np
 from .fixture import output_specs, read_fixture
 from .npy import parse_npy, serialize_npy, shape_string
 from .levels import selection_from_env
+from .outputs import OUTPUT_NAMES, ImplTimeout, OutputError, call_impl, describe_exception, normalize_outputs
 from .replay import compare_outputs, replay
 
 DEFAULT_IMPL = "qsa_fixture.numpy_impl:run"
@@ -21,8 +22,13 @@ def load_impl(spec):
     mod, sep, fn = spec.partition(":")
     if not sep or not mod or not fn:
         raise ValueError(f"--impl must be module:function, got '{spec}'")
-    obj = importlib.import_module(mod)
+    try:
+        obj = importlib.import_module(mod)
+    except Exception as e:  # noqa: BLE001 (one line, not the import's traceback)
+        raise ValueError(f"--impl {spec}: cannot import module '{mod}': {type(e).__name__}: {e}") from None
     for part in fn.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"--impl {spec}: module '{mod}' has no attribute '{fn}'")
         obj = getattr(obj, part)
     if not callable(obj):
         raise ValueError(f"--impl {spec} is not callable")
@@ -39,7 +45,7 @@ def cmd_show(d):
     return 0
 
 
-def cmd_replay(impl_spec, dirs, verbose):
+def cmd_replay(impl_spec, dirs, verbose, timeout=None):
     impl = load_impl(impl_spec)
     sel = selection_from_env()  # what is judged: QSA_LEVELS / QSA_PROFILE (contract section 8)
     bad = not_judged = unjudged_checks = 0
@@ -50,7 +56,7 @@ def cmd_replay(impl_spec, dirs, verbose):
             print(f"INVALID {d}: {e}")
             bad += 1
             continue
-        r = replay(f, impl, sel)
+        r = replay(f, impl, sel, timeout)
         if not r.any_judged:
             not_judged += 1
             print(f"NOT_JUDGED {d} (inputs level {r.input_level})")
@@ -69,9 +75,6 @@ def cmd_replay(impl_spec, dirs, verbose):
     return 1 if bad else 0
 
 
-OUTPUT_NAMES = ("out_idx", "pool", "split_counters", "q_normed", "kbar", "logits")
-
-
 def write_outputs(d, f, out):
     os.makedirs(d, exist_ok=True)
     specs = output_specs(f)
@@ -84,9 +87,16 @@ def write_outputs(d, f, out):
             fh.write(serialize_npy(a))
 
 
-def cmd_run(impl_spec, d, out_dir):
+def cmd_run(impl_spec, d, out_dir, timeout=None):
     f = read_fixture(d)
-    write_outputs(out_dir, f, load_impl(impl_spec)(f))
+    impl = load_impl(impl_spec)
+    try:
+        out = normalize_outputs(f, call_impl(impl, f, timeout))
+    except (ImplTimeout, OutputError) as e:
+        raise ValueError(f"{d}: {e}") from None
+    except Exception as e:  # noqa: BLE001 (the implementation's exception, one line)
+        raise ValueError(f"{d}: the implementation threw: {describe_exception(e)}") from None
+    write_outputs(out_dir, f, out)
     print(f"wrote outputs of impl={impl_spec} for {d} to {out_dir}")
     return 0
 
@@ -135,7 +145,8 @@ def cmd_diff(a, b):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m qsa_fixture",
+    ap = argparse.ArgumentParser(prog=os.path.basename(sys.argv[0]) if sys.argv[0].endswith("qsa-fixture")
+                                 else "python -m qsa_fixture",
                                  description="show, diff, run and replay QSA indexer fixtures (qsa-fixture/1)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("show", help="print a fixture's header")
@@ -143,22 +154,27 @@ def main(argv=None):
     r = sub.add_parser("replay", help="replay fixture directories through a Python callable")
     r.add_argument("--impl", default=DEFAULT_IMPL, help="module:function (default %(default)s)")
     r.add_argument("--quiet", action="store_true", help="only the one-line results")
+    r.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="a call that does not return in time fails the fixture (check Fixture.Api)")
     r.add_argument("dirs", nargs="+")
     u = sub.add_parser("run", help="run a callable on a fixture, write its outputs as .npy")
     u.add_argument("--impl", default=DEFAULT_IMPL)
     u.add_argument("dir")
     u.add_argument("--out", required=True)
+    u.add_argument("--timeout", type=float, default=None, metavar="SECONDS")
     d = sub.add_parser("diff", help="compare two output directories (or a fixture's expected outputs)")
     d.add_argument("a")
     d.add_argument("b")
     args = ap.parse_args(argv)
+    if getattr(args, "timeout", None) is not None and not args.timeout > 0:
+        ap.error(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     try:
         if args.cmd == "show":
             return cmd_show(args.dir)
         if args.cmd == "replay":
-            return cmd_replay(args.impl, args.dirs, not args.quiet)
+            return cmd_replay(args.impl, args.dirs, not args.quiet, args.timeout)
         if args.cmd == "run":
-            return cmd_run(args.impl, args.dir, args.out)
+            return cmd_run(args.impl, args.dir, args.out, args.timeout)
         return cmd_diff(args.a, args.b)
     except Exception as e:  # noqa: BLE001 (as qsa: one line on stderr, exit 1)
         print(f"qsa_fixture: {e}", file=sys.stderr)

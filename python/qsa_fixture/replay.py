@@ -2,14 +2,15 @@
 for bit, with the one-line summaries, contract names, checks, levels and report of fixtures/replay.cc
 (contract section 8: each failure is recorded against its Fixture.* check of checks/registry.tsv, raised to
 the fixture's input level, and judged only when QSA_LEVELS / QSA_PROFILE select it; levels.py).
-The implementation interface is python/README.md's; arrays of other dtypes are compared by value after
-conversion to the format's dtype (uint16 bits, int32, float32 bits).
+The implementation interface is python/README.md's; replay() checks and converts what it returns
+(outputs.py: torch tensors, float16 / bf16 values as bits; a wrong dtype or shape is a Fixture.Api failure);
+compare_outputs() takes arrays already in the format's dtypes.
 """
 from types import SimpleNamespace
 
 import numpy as np
 
-from . import levels
+from . import levels, outputs
 
 WIDTH, TOPK, TPP = 2051, 512, 128
 
@@ -407,17 +408,31 @@ def compare_outputs(f, act, sel=None):
                         any_judged, level, checks)
 
 
-def replay(f, impl, sel=None):
-    """Runs impl on f and compares. An exception raised by impl is a failure of Fixture.Api (contract
-    'api'), judged at the fixture's input level."""
+def _api_failure(f, sel, detail, report_line):
+    """A failure of Fixture.Api (contract 'api') at the fixture's input level (fixtures/replay.cc's
+    result for an implementation that throws)."""
+    level, _ = fixture_input_level(f)
+    info = levels.raised_to(levels.lookup("Fixture.Api"), level)
+    c = FixtureCheck(info, sel.judged(info), True, detail)
+    summary = "NOT JUDGED" if not c.judged else f"FAIL: {c.detail} {levels.tags(info)} (Fixture.Api)"
+    return ReplayResult(not c.judged, summary, f"contract broken: api [{levels.tags(info)}]\n  {report_line}\n", "api",
+                        c.judged, level, [c])
+
+
+def replay(f, impl, sel=None, timeout=None):
+    """Runs impl on f (at most `timeout` seconds when given) and compares. An exception raised by impl, a
+    call that does not return in time, and outputs of the wrong kind, dtype or shape (outputs.py) are
+    failures of Fixture.Api (contract 'api'), judged at the fixture's input level."""
     sel = levels.selection_from_env() if sel is None else sel
     try:
-        out = impl(f)
+        out = outputs.call_impl(impl, f, timeout)
+    except outputs.ImplTimeout as e:
+        return _api_failure(f, sel, str(e), str(e))
     except Exception as e:  # noqa: BLE001 (any failure of the implementation is reported, not raised)
-        level, _ = fixture_input_level(f)
-        info = levels.raised_to(levels.lookup("Fixture.Api"), level)
-        c = FixtureCheck(info, sel.judged(info), True, f"the implementation threw: {e}")
-        summary = "NOT JUDGED" if not c.judged else f"FAIL: {c.detail} {levels.tags(info)} (Fixture.Api)"
-        return ReplayResult(not c.judged, summary, f"contract broken: api [{levels.tags(info)}]\n  {e}\n", "api",
-                            c.judged, level, [c])
+        what = outputs.describe_exception(e)
+        return _api_failure(f, sel, f"the implementation threw: {what}", what)
+    try:
+        out = outputs.normalize_outputs(f, out)
+    except outputs.OutputError as e:
+        return _api_failure(f, sel, str(e), str(e))
     return compare_outputs(f, out, sel)

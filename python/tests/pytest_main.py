@@ -6,4 +6,4 @@ import pytest
 
 if __name__ == "__main__":
     here = os.path.dirname(os.path.abspath(__file__))
-    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", os.path.join(here, sys.argv[1])] + sys.argv[2:]))
+    sys.exit(pytest.main(["-q", "-rs", "-p", "no:cacheprovider", os.path.join(here, sys.argv[1])] + sys.argv[2:]))

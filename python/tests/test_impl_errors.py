@@ -1,0 +1,125 @@
+"""What a Python user's implementation gets wrong (wrong dtype, shape or kind of output, a tensor on a
+device, an exception, a hang) is ONE line naming the fixture and the problem, judged as check Fixture.Api;
+never a traceback from inside the package (outputs.py, replay.py, `replay --timeout`)."""
+import os
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from common import HERE, cases_dir, repo_root
+from qsa_fixture import numpy_impl, read_fixture, replay
+
+POOL_FX = "prefill_random_pool_half"  # core inputs, with a pool
+API = "level=core profile=none contract=0 (Fixture.Api)"
+NAMES = "out_idx, pool, split_counters, q_normed, kbar, logits"
+
+CASES = [
+    ("pool_as_float32", "output pool: dtype float32, expected uint16 bit patterns of half (or float16 values)"),
+    ("out_idx_as_float", "output out_idx: dtype float64, expected int32 (any integer dtype whose values fit)"),
+    ("logits_as_float64", "output logits: dtype float64, expected float32"),
+    ("out_idx_short", "output out_idx: shape [1, 10, 2048], expected [1, 10, 2051]"),
+    ("raises", "the implementation threw: KeyError: 'out_idx'"),
+    ("hangs", "the implementation did not return within 1 s (timeout)"),
+    ("returns_none", f"the implementation returned a NoneType, expected a dict of outputs ({NAMES})"),
+    ("typo_key", f"unknown output 'qnormed' (outputs: {NAMES})"),
+    ("no_pool", "no output pool (required for this fixture; got kbar, logits, out_idx, q_normed)"),
+]
+
+
+def cli_env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(repo_root(), "python"), HERE])
+    return env
+
+
+@pytest.mark.parametrize("name,detail", CASES, ids=[c[0] for c in CASES])
+def test_cli_one_line_per_problem(name, detail):
+    fx = os.path.join(cases_dir(), POOL_FX)
+    f = read_fixture(fx)
+    assert (f.batch_size, f.seq_len, f.dtype) == (1, 10, "half")  # the shapes named in CASES
+    p = subprocess.run([sys.executable, "-m", "qsa_fixture", "replay", "--timeout", "1", "--impl",
+                        f"bad_impls:{name}", fx], capture_output=True, text=True, timeout=120, env=cli_env())
+    assert p.returncode == 1 and p.stderr == "", p.stderr
+    assert p.stdout.splitlines() == [
+        f"FAIL {fx}: FAIL: {detail} {API}",
+        f"  QSA_CHECK_FAILED Fixture.Api level=core profile=none contract=0 fixture={fx}: {detail}",
+        "contract broken: api [level=core profile=none contract=0]",
+        f"  {detail.replace('the implementation threw: ', '')}",
+        f"0 of 1 fixtures pass (impl=bad_impls:{name})"], p.stdout
+
+
+def test_run_command_one_line(tmp_path):
+    fx = os.path.join(cases_dir(), POOL_FX)
+    p = subprocess.run([sys.executable, "-m", "qsa_fixture", "run", "--impl", "bad_impls:pool_as_float32", fx,
+                        "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120, env=cli_env())
+    assert p.returncode == 1 and p.stdout == "" and p.stderr == f"qsa_fixture: {fx}: {CASES[0][1]}\n", p.stderr
+
+
+class FakeTensor:
+    """What outputs.py uses of a torch.Tensor: a CUDA tensor refuses .numpy(), bf16 has no NumPy dtype."""
+
+    def __init__(self, a, dtype, device="cuda:0", cpu_fails=False):
+        self.a, self.dtype, self.device, self.cpu_fails = a, dtype, device, cpu_fails
+
+    def detach(self):
+        return self
+
+    def cpu(self):
+        if self.cpu_fails:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return FakeTensor(self.a, self.dtype, "cpu")
+
+    def contiguous(self):
+        return self
+
+    def view(self, dtype):
+        assert dtype == "torch.int16" and self.a.itemsize == 2
+        return FakeTensor(self.a.view(np.int16), dtype, self.device)
+
+    def numpy(self):
+        if self.device != "cpu":
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy")
+        if self.dtype == "torch.bfloat16":
+            raise TypeError("Got unsupported ScalarType BFloat16")
+        return self.a
+
+
+FakeTensor.__module__ = "torch"
+
+
+def as_tensors(f, out, t_dtype=None):
+    t_dtype = t_dtype or {"half": "torch.float16", "bf16": "torch.bfloat16"}[f.dtype]
+    res = {}
+    for k, v in out.items():
+        if k in ("pool", "q_normed", "kbar"):
+            res[k] = FakeTensor(v.view(np.float16) if t_dtype == "torch.float16" else v, t_dtype)
+        else:
+            res[k] = FakeTensor(v, "torch." + {"int32": "int32", "float32": "float32"}[v.dtype.name])
+    return res
+
+
+@pytest.mark.parametrize("name", [POOL_FX, "decode_ctx_1_3_4_5_split_half", "prefill_ctx_0_1_3_4_5_bf16_pool"])
+def test_torch_tensors_on_a_device_are_converted(monkeypatch, name):
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(int16="torch.int16"))
+    f = read_fixture(os.path.join(cases_dir(), name))
+    r = replay(f, lambda fx: as_tensors(fx, numpy_impl.run(fx)))
+    assert r.passed and r.any_judged, r.summary
+
+
+def test_torch_tensor_problems_are_one_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(int16="torch.int16"))
+    f = read_fixture(os.path.join(cases_dir(), POOL_FX))
+    r = replay(f, lambda fx: as_tensors(fx, numpy_impl.run(fx), "torch.bfloat16"))
+    assert r.summary == ("FAIL: output pool: dtype torch.bfloat16 in a half fixture, expected uint16 bit patterns "
+                         f"of half (or float16 values) {API}"), r.summary
+
+    def broken_device(fx):
+        out = as_tensors(fx, numpy_impl.run(fx))
+        out["out_idx"].cpu_fails = True
+        return out
+    r = replay(f, broken_device)
+    assert r.summary == ("FAIL: output out_idx: cannot copy the cuda:0 tensor to the host: CUDA error: an illegal "
+                         f"memory access was encountered {API}"), r.summary
