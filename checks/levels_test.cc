@@ -22,11 +22,13 @@ TEST(Levels, LookupExactWildcardTypedAndParameterized) {
     EXPECT_EQ(lookup("Layout.PrefillRowsObeyK4").level, "core");
     EXPECT_EQ(lookup("Padding.InvalidDecodeRowsAreInert").level, "hardened");
     EXPECT_EQ(lookup("Differential.PrefillMatchesReference").profile, "ieee");
-    EXPECT_EQ(lookup("QPrepTest/half.SmallContextsAndPadding").pattern, "QPrepTest.*");
+    EXPECT_EQ(lookup("QPrepTest/half.SmallContextsAndPadding").pattern, "QPrepTest.SmallContextsAndPadding");
+    EXPECT_EQ(lookup("QPrepTest/half.AroundBudgetAndOddS").pattern, "QPrepTest.*");
     EXPECT_EQ(lookup("DecodePrepTest/bf16.HolesAndOtherGeometry").level, "hardened");
-    EXPECT_EQ(lookup("DecodePrepTest/0.FullTable").level, "core");
+    EXPECT_EQ(lookup("DecodePrepTest/0.FullTable").level, "hardened"); // its rows include ctx 0 and -1
+    EXPECT_EQ(lookup("DecodeScoresTest/0.LongContext").level, "core");
     EXPECT_EQ(lookup("Keys/SortTest.Shapes/3").pattern, "SortTest.*");
-    EXPECT_EQ(lookup("PrefillTest/half.DeterministicWhateverTheWorkspaceHeld").profile, "none");
+    EXPECT_EQ(lookup("PrefillTest/half.DeterministicWhateverTheWorkspaceHeld").profile, "ieee"); // vs reference
     EXPECT_EQ(lookup("PrefillTest/half.SmallContexts").profile, "ieee");
     EXPECT_FALSE(lookup("Nope.Nothing").registered());
 }
