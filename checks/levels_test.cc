@@ -58,6 +58,7 @@ TEST(Levels, SelectionJudgesOnlyWhatIsSelected) {
     EXPECT_TRUE(f.judged(fastCheck));
     EXPECT_FALSE(c.judged(fastCheck));
     EXPECT_EQ(groupOf(fastCheck), "fast differential");
+    EXPECT_EQ(groups(), (std::vector<std::string>{"core", "hardened", "ieee differential", "fast differential"}));
     EXPECT_NE(notJudgedLine(hard, c).find("QSA_NOT_JUDGED Padding.InvalidDecodeRowsAreInert level=hardened"),
               std::string::npos);
 }

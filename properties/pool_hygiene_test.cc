@@ -68,8 +68,7 @@ void decodeTouchesOnlyContractCells(bool hardened) {
     Capture cap("pool_hygiene", describe(spec));
     forEachStep(ch, cap, [&](ref::DecodeCase& d, size_t) {
         DecodeOut const got = runImplDecode(d);
-        QSA_REQUIRE_EMPTY(
-            checkCellPlan(decodeCellPlan(d, hardened), d.pool.data, got.pool, d.pool.dims, d.dtype));
+        QSA_REQUIRE_EMPTY(checkCellPlan(decodeCellPlan(d, hardened), d.pool.data, got.pool, d.pool.dims, d.dtype));
         if (d.hasSplitCounters) {
             RC_ASSERT(got.splitCounters == std::vector<int32_t>(d.splitCounters.size(), 0));
         }

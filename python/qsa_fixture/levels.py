@@ -1,7 +1,7 @@
 """Levels and profiles of every check (contract section 8) from the one registry checks/registry.tsv,
 and the selection of what is judged, as checks/levels.cc reads them:
   QSA_LEVELS   comma list of core, hardened (default: all)
-  QSA_PROFILE  ieee | none (default ieee; none judges no numerics-profile check)
+  QSA_PROFILE  ieee | fast | none (default ieee; none judges no numerics-profile check; fast: contract section 9)
 A check is judged iff its level is selected and its profile is "none" or the selected profile. The file
 is read at run time (python/README.md says from where; REGISTRY_PATH overrides it).
 """
@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, replace
 
 REGISTRY_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "checks", "registry.tsv")
-LEVELS, PROFILES = ("core", "hardened"), ("ieee", "none")
+LEVELS, PROFILES = ("core", "hardened"), ("ieee", "fast", "none")
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class CheckInfo:
     id: str  # "Suite.Name" as asked
     pattern: str = ""  # the registry row that matched ("Suite.Name" or "Suite.*"); "" when none
     level: str = ""  # core | hardened ("" when not registered)
-    profile: str = ""  # none | ieee
+    profile: str = ""  # none | ieee | fast
     contract: int = 0  # section 7 number, 0 for none
     what: str = ""
 
@@ -42,7 +42,7 @@ def _parse_registry(text):
             continue
         f = _split(line, "\t")
         if len(f) != 5 or f[1] not in LEVELS or f[2] not in PROFILES or not f[3].lstrip("-").isdigit():
-            raise ValueError(f"checks registry: line {n} is not 'check<TAB>core|hardened<TAB>none|ieee<TAB>contract"
+            raise ValueError(f"checks registry: line {n} is not 'check<TAB>core|hardened<TAB>none|ieee|fast<TAB>contract"
                              f"<TAB>what': {line}")
         rows.append(CheckInfo(f[0], f[0], f[1], f[2], int(f[3]), f[4]))
     return rows
@@ -88,7 +88,7 @@ def raised_to(info, level):
 @dataclass(frozen=True)
 class Selection:
     levels: frozenset  # subset of {core, hardened}
-    profile: str  # ieee | none
+    profile: str  # ieee | fast | none
 
     def judged(self, c):
         return c.registered and c.level in self.levels and c.profile in ("none", self.profile)
@@ -101,7 +101,7 @@ class Selection:
 def parse_selection(levels, profile):
     p = profile or "ieee"
     if p not in PROFILES:
-        raise ValueError(f"QSA_PROFILE must be ieee or none, got '{profile}'")
+        raise ValueError(f"QSA_PROFILE must be ieee, fast or none, got '{profile}'")
     if levels in ("", "all"):
         return Selection(frozenset(LEVELS), p)
     chosen = _split(levels, ",")
