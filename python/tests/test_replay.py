@@ -266,7 +266,7 @@ def test_replay_lines_equal_cpp(tmp_path, monkeypatch):
     assert pl[-1] == "3 of 5 fixtures pass (impl=qsa_fixture.numpy_impl:run)"
 
 
-@pytest.mark.parametrize("spec", ["QSA_LEVELS=bogus", "QSA_LEVELS=,core", "QSA_LEVELS=core,all", "QSA_PROFILE=fast",
+@pytest.mark.parametrize("spec", ["QSA_LEVELS=bogus", "QSA_LEVELS=,core", "QSA_LEVELS=core,all", "QSA_PROFILE=fastmath",
                                   "QSA_LEVELS=x QSA_PROFILE=y"])
 def test_bad_selection_message_equals_cpp(monkeypatch, capsys, spec):
     """A bad QSA_LEVELS / QSA_PROFILE: exit 1 and the C++ message (after the tool's name), from replay and
