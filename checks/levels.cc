@@ -31,9 +31,11 @@ std::vector<CheckInfo> parseRegistry() {
         if (line.empty() || line[0] == '#')
             continue;
         std::vector<std::string> const f = split(line, '\t');
-        if (f.size() != 5 || (f[1] != "core" && f[1] != "hardened") || (f[2] != "none" && f[2] != "ieee" && f[2] != "fast"))
-            throw std::runtime_error("checks registry: line " + std::to_string(n) +
-                                     " is not 'check<TAB>core|hardened<TAB>none|ieee|fast<TAB>contract<TAB>what': " + line);
+        if (f.size() != 5 || (f[1] != "core" && f[1] != "hardened") ||
+            (f[2] != "none" && f[2] != "ieee" && f[2] != "fast"))
+            throw std::runtime_error(
+                "checks registry: line " + std::to_string(n) +
+                " is not 'check<TAB>core|hardened<TAB>none|ieee|fast<TAB>contract<TAB>what': " + line);
         CheckInfo c;
         c.id = c.pattern = f[0];
         c.level = f[1];
@@ -143,7 +145,7 @@ std::string groupOf(CheckInfo const& c) {
 }
 
 std::vector<std::string> const& groups() {
-    static std::vector<std::string> const g = {"core", "hardened", "ieee differential"};
+    static std::vector<std::string> const g = {"core", "hardened", "ieee differential", "fast differential"};
     return g;
 }
 

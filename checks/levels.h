@@ -54,7 +54,7 @@ std::string failedLine(CheckInfo const& c);
 // The verdict groups of section 8: "core" and "hardened" (checks of profile none at that level) and
 // "ieee differential" / "fast differential" (every check of that profile, whatever its level).
 std::string groupOf(CheckInfo const& c);
-std::vector<std::string> const& groups(); // core, hardened, ieee differential (certify: fast differential to come)
+std::vector<std::string> const& groups(); // core, hardened, ieee differential, fast differential
 
 } // namespace checks
 } // namespace qsa

@@ -22,11 +22,13 @@ TEST(Levels, LookupExactWildcardTypedAndParameterized) {
     EXPECT_EQ(lookup("Layout.PrefillRowsObeyK4").level, "core");
     EXPECT_EQ(lookup("Padding.InvalidDecodeRowsAreInert").level, "hardened");
     EXPECT_EQ(lookup("Differential.PrefillMatchesReference").profile, "ieee");
-    EXPECT_EQ(lookup("QPrepTest/half.SmallContextsAndPadding").pattern, "QPrepTest.*");
+    EXPECT_EQ(lookup("QPrepTest/half.SmallContextsAndPadding").pattern, "QPrepTest.SmallContextsAndPadding");
+    EXPECT_EQ(lookup("QPrepTest/half.AroundBudgetAndOddS").pattern, "QPrepTest.*");
     EXPECT_EQ(lookup("DecodePrepTest/bf16.HolesAndOtherGeometry").level, "hardened");
-    EXPECT_EQ(lookup("DecodePrepTest/0.FullTable").level, "core");
+    EXPECT_EQ(lookup("DecodePrepTest/0.FullTable").level, "hardened"); // its rows include ctx 0 and -1
+    EXPECT_EQ(lookup("DecodeScoresTest/0.LongContext").level, "core");
     EXPECT_EQ(lookup("Keys/SortTest.Shapes/3").pattern, "SortTest.*");
-    EXPECT_EQ(lookup("PrefillTest/half.DeterministicWhateverTheWorkspaceHeld").profile, "none");
+    EXPECT_EQ(lookup("PrefillTest/half.DeterministicWhateverTheWorkspaceHeld").profile, "ieee"); // vs reference
     EXPECT_EQ(lookup("PrefillTest/half.SmallContexts").profile, "ieee");
     EXPECT_FALSE(lookup("Nope.Nothing").registered());
 }
@@ -56,6 +58,7 @@ TEST(Levels, SelectionJudgesOnlyWhatIsSelected) {
     EXPECT_TRUE(f.judged(fastCheck));
     EXPECT_FALSE(c.judged(fastCheck));
     EXPECT_EQ(groupOf(fastCheck), "fast differential");
+    EXPECT_EQ(groups(), (std::vector<std::string>{"core", "hardened", "ieee differential", "fast differential"}));
     EXPECT_NE(notJudgedLine(hard, c).find("QSA_NOT_JUDGED Padding.InvalidDecodeRowsAreInert level=hardened"),
               std::string::npos);
 }

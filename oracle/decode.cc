@@ -57,6 +57,9 @@ void b1Prep(DecodeIo const& io, DecodeSlots const& ws) {
             continue;
         }
         int64_t const g = ctx / 4 - 1;
+        // Plant 17: a block whose K page may not be dereferenced is skipped (no V-tail write).
+        if (kPlant == 17 && tail(io.pool, b, Plane::kK, 4 * g) == nullptr)
+            continue;
         uint16_t k[3][kDim];
         for (int j = 0; j < 3; ++j) {
             int64_t const src = kPlant == 6 && j == 0 ? 4 * g + 1 : 4 * g + j; // Plant 6: row 4g + 1 for 4g

@@ -2,7 +2,9 @@
 
 For each entry of PLANTS: a copy of the oracle built with -DQSA_PLANT=<plant>, the property binary of
 //properties:<binary>_lib linked against it, and a test that passes ONLY when that binary, run with
---gtest_filter=<filter>, fails and its output contains <expect>.
+--gtest_filter=<filter>, fails and its output contains <expect>. A plant with pass_filter / pass_levels (a plant
+that is legal at those levels, contract section 8) also gets plant<n>_pass_test: the same binary, run with
+--gtest_filter=<pass_filter> and QSA_LEVELS=<pass_levels>, must PASS (expect_pass.sh).
 """
 
 # The stages with plant sites (compiled once more per plant, with -DQSA_PLANT=n) ...
@@ -42,7 +44,7 @@ def _slot_differs(stage, slot):
 
 # plant: oracle/plants.h number; binary: the property target in //properties (its _lib is linked); filter: the
 # property (gtest name); expect: texts one of which its failure output must contain (no single quote: each is
-# passed quoted).
+# passed quoted); pass_filter / pass_levels (optional): what must pass at which levels (expect_pass.sh).
 PLANTS = [
     struct(plant = 1, binary = "differential_test", filter = "Differential.PrefillMatchesReference", expect = ["prefill vs reference"]),
     struct(plant = 2, binary = "layout_test", filter = "Layout.PrefillRowsObeyK4", expect = ["expected -1 (entries must be in [0, t]"]),
@@ -63,6 +65,9 @@ PLANTS = [
     ]),
     struct(plant = 15, binary = "decode_stages_test", filter = "DecodeStages.B1QPrepMatchesReference", expect = ["B1 qNormed row b="]),
     struct(plant = 16, binary = "differential_test", filter = "Differential.PrefillMatchesReference", expect = [_slot_differs("K1b", "kbar")]),
+    struct(plant = 17, binary = "pool_hygiene_test", filter = "PoolHygiene.DecodeHostilePoolTouchesOnlyContractCells", expect = [
+        "V-tail cell of a valid block was not written",
+    ], pass_filter = "PoolHygiene.*", pass_levels = "core"),
 ]
 
 def plant_tests(name = "plant_tests"):
@@ -112,6 +117,21 @@ def plant_tests(name = "plant_tests"):
             data = [":" + binary],
         )
         tests.append(test)
+        pass_filter = getattr(p, "pass_filter", None)
+        if pass_filter:
+            pass_test = "plant%d_pass_test" % p.plant
+            native.sh_test(
+                name = pass_test,
+                size = "medium",
+                srcs = ["expect_pass.sh"],
+                args = [
+                    "$(location :%s)" % binary,
+                    "'%s'" % pass_filter,
+                    p.pass_levels,
+                ],
+                data = [":" + binary],
+            )
+            tests.append(pass_test)
     native.test_suite(
         name = name,
         tests = tests,

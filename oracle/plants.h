@@ -19,6 +19,9 @@
 //  14 pool hygiene     the raw-k tail scatter checks K ids against the lower bound only (kernel mutant 36)
 //  15 decode stages    B1: the q sum of squares' fma chain over x[4l+3] .. x[4l] (kernel mutant 31)
 //  16 differential     K1b: the block sum as (k0 + k1) + (k2 + k3) (kernel mutant 8)
+//  17 levels           decode B1 skips (does not write) a completing block whose K page is unusable: legal at
+//                      core (the +0.0 reads are hardened, contract section 8), caught only by the hardened
+//                      variants (the seed system's behaviour on PoolHygiene.DecodeTouchesOnlyContractCells)
 // (10-13 change no outIdx and no pool cell: only the workspace read-back of section 6 sees them.)
 #pragma once
 
@@ -30,7 +33,7 @@ namespace qsa {
 namespace oracle {
 
 constexpr int kPlant = QSA_PLANT;
-static_assert(kPlant >= 0 && kPlant <= 16, "QSA_PLANT: 0 (none) or a plant of oracle/plants.h");
+static_assert(kPlant >= 0 && kPlant <= 17, "QSA_PLANT: 0 (none) or a plant of oracle/plants.h");
 
 } // namespace oracle
 } // namespace qsa

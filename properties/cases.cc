@@ -116,13 +116,18 @@ int32_t usablePage(ref::HostPool const& p, int32_t b, int plane, int32_t token) 
 
 namespace {
 
-void markVTail(CellPlan& plan, ref::HostPool const& p, int32_t b, int32_t g) {
+void markVTail(CellPlan& plan, ref::HostPool const& p, int32_t b, int32_t g, CellRule rule = CellRule::kWritten) {
     int32_t const page = usablePage(p, b, 1, 4 * g);
     if (page < 0)
         return;
     size_t const e = tailElement(p.dims, page, (4 * g) & 127);
     for (int i = 0; i < 128; ++i)
-        plan.rule[e + i] = CellRule::kWritten;
+        plan.rule[e + i] = rule;
+}
+
+bool validDecodeRow(ref::DecodeCase const& c, int32_t b) {
+    int32_t const ctx = c.contextLengths[b];
+    return !(ctx < 1 || ctx / 4 > c.maxBlocks); // floor rule, contract section 5
 }
 
 void markKTail(CellPlan& plan, ref::HostPool const& p, int32_t b, int32_t t, uint16_t const* rawK) {
@@ -151,19 +156,32 @@ CellPlan prefillCellPlan(ref::PrefillCase const& c) {
     return plan;
 }
 
-CellPlan decodeCellPlan(ref::DecodeCase const& c) {
+CellPlan decodeCellPlan(ref::DecodeCase const& c, bool hardened) {
     CellPlan plan(c.pool.data.size());
     for (int32_t b = 0; b < c.batchSize; ++b) {
         int32_t const ctx = c.contextLengths[b];
-        if (ctx < 1 || ctx / 4 > c.maxBlocks)
-            continue; // invalid row (floor rule, contract section 5): no pool cell
+        if (!validDecodeRow(c, b))
+            continue; // invalid row (contract section 5): no pool cell
         if (ctx % 4 != 0) {
             markKTail(plan, c.pool, b, ctx - 1, &c.indexQk[size_t(b) * 640 + 512]);
         } else {
-            markVTail(plan, c.pool, b, ctx / 4 - 1);
+            // Tokens 4g..4g+2 share one K page (a block never straddles a page).
+            int32_t const g = ctx / 4 - 1;
+            bool const readsHole = usablePage(c.pool, b, 0, 4 * g) < 0;
+            markVTail(plan, c.pool, b, g, readsHole && !hardened ? CellRule::kMayWrite : CellRule::kWritten);
         }
     }
     return plan;
+}
+
+bool completesBlockOverKHole(ref::DecodeCase const& c) {
+    for (int32_t b = 0; b < c.batchSize; ++b) {
+        int32_t const ctx = c.contextLengths[b];
+        if (validDecodeRow(c, b) && ctx % 4 == 0 && usablePage(c.pool, b, 0, ctx - 4) < 0 &&
+            usablePage(c.pool, b, 1, ctx - 4) >= 0)
+            return true;
+    }
+    return false;
 }
 
 std::string checkCellPlan(CellPlan const& plan, std::vector<uint16_t> const& before, std::vector<uint16_t> const& after,
@@ -192,6 +210,8 @@ std::string checkCellPlan(CellPlan const& plan, std::vector<uint16_t> const& bef
             if (isCanary(dt, e, before[e]) && after[e] == before[e]) {
                 return "V-tail cell of a valid block was not written at " + where(e);
             }
+            break;
+        case CellRule::kMayWrite:
             break;
         }
     }

@@ -62,7 +62,10 @@ size_t tailElement(ref::PoolDims const& d, int32_t page, int32_t row);
 // The page a table entry names if it may be dereferenced (contract section 3), else -1.
 int32_t usablePage(ref::HostPool const& p, int32_t b, int plane, int32_t token);
 
-enum class CellRule { kUnchanged, kRawK, kWritten };
+// kMayWrite: the V-tail of a block whose completing decode step would read a K-tail through an unusable
+// entry (a -1 hole under a live block): the +0.0 reads that define its kbar are hardened (contract section
+// 8), so at core the cell may be written (with anything) or keep its contents; nothing else may change.
+enum class CellRule { kUnchanged, kRawK, kWritten, kMayWrite };
 // Per pool element: what a prefill (or one decode step) may do to it. rawK is the bit pattern a
 // kRawK cell must hold afterwards (indexed like the pool).
 struct CellPlan {
@@ -71,7 +74,12 @@ struct CellPlan {
     std::vector<uint16_t> rawK;
 };
 CellPlan prefillCellPlan(ref::PrefillCase const& c);
-CellPlan decodeCellPlan(ref::DecodeCase const& c);
+// hardened: the completing step of a block whose K page is unusable must write its V-tail (from +0.0 reads,
+// contract section 3); core: that V-tail is kMayWrite (section 8: +0.0 reads are a hardened guarantee).
+CellPlan decodeCellPlan(ref::DecodeCase const& c, bool hardened);
+// Whether a valid row of decode step `c` completes a block whose K page is unusable while its V page is
+// usable (the case whose V-tail only the hardened level pins down).
+bool completesBlockOverKHole(ref::DecodeCase const& c);
 // The violations of a plan ("" when none): before/after pool contents.
 std::string checkCellPlan(CellPlan const& plan, std::vector<uint16_t> const& before, std::vector<uint16_t> const& after,
                           ref::PoolDims const& d, DType dt);

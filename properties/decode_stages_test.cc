@@ -1,9 +1,11 @@
 // Decode stages as properties (issue 13.4), for ANY implementation of the public API: after a decode run
 // the workspace holds B1's q output (slot qNormed) and B2's logits (slot logits, valid prefix g < ctx/4 of
 // every valid row; contract section 6). Both equal the reference bit for bit (profile ieee) on random pools:
-// -1 holes, out-of-plane ids and truncated tables (their cells read +0.0), canaries in every cell nothing
-// may read, K-tails and V-tails of mixed magnitudes (normal, subnormal, tiny, huge, inf, NaN), context
-// lengths around multiples of 4 (completing steps read three K-tails) and page edges, invalid rows.
+// canaries in every cell nothing may read, K-tails and V-tails of mixed magnitudes (normal, subnormal, tiny,
+// huge, inf, NaN), context lengths around multiples of 4 (completing steps read three K-tails) and page
+// edges. Levels (contract section 8): the core variants use valid page tables and valid rows only; the
+// hardened ones (*HostilePool*) add -1 holes, out-of-plane ids and truncated tables (their cells read +0.0)
+// and invalid rows (zero qNormed), which are hardened guarantees.
 #include <algorithm>
 #include <cstring>
 
@@ -31,8 +33,8 @@ void fillTail(ref::HostPool& pool, int32_t page, int32_t row, ActSpec a, uint64_
     std::copy(row640 + 512, row640 + 640, pool.data.begin() + e);
 }
 
-rc::Gen<StageCase> genStageCase() {
-    return rc::gen::exec([] {
+rc::Gen<StageCase> genStageCase(bool hardened) {
+    return rc::gen::exec([hardened] {
         bool const gpu = implOnGpu();
         int32_t const B = *flatRange<int32_t>(1, gpu ? 9 : 5);
         ActSpec act = *genActSpec(*pick(false, true), false);
@@ -59,11 +61,13 @@ rc::Gen<StageCase> genStageCase() {
         // ceilDiv(ctx, 4) is a valid row).
         int32_t const extra = *flatRange<int32_t>(-1, 3);
         d.maxBlocks = extra < 0 ? std::max(1, maxCtx / 4) : (maxCtx + 3) / 4 + extra;
-        // Invalid rows (contract section 5: ctx < 1 or ctx / 4 > maxBlocks) next to valid ones.
-        if (B > 1 && *weighted<bool>({{3, false}, {1, true}}))
+        // Invalid rows (contract section 5: ctx < 1 or ctx / 4 > maxBlocks; hardened) next to valid ones.
+        if (hardened && B > 1 && *weighted<bool>({{2, false}, {1, true}}))
             ctx[size_t(*flatRange<int32_t>(0, B))] = *pick<int32_t>(0, -1, 4 * d.maxBlocks + 4, 4 * d.maxBlocks + 7);
         d.contextLengths = ctx;
-        PoolSpec ps = *genPoolSpec(*weighted<bool>({{1, false}, {3, true}}), 0);
+        PoolSpec ps = *genPoolSpec(hardened, 0);
+        if (hardened && ps.holesPer16 == 0 && !ps.outOfPlane && !ps.truncated)
+            ps.holesPer16 = 3; // every hardened case has an unusable entry
         fitPool(ps, int64_t(B) * maxCtx * 4);
         d.pool = makePool(ps, act.dtype, B, maxCtx);
         // Live cells a decode step reads: V-tails of complete blocks g < ctx/4 and the K-tails of the trailing
@@ -104,17 +108,17 @@ rc::Gen<StageCase> genStageCase() {
     });
 }
 
-void coverStage(ref::DecodeCase const& d) {
+void coverStage(ref::DecodeCase const& d, bool hardened) {
     DecodeRegions const r = decodeRegions({d});
     coverDecode(r, nVisFloor());
-    coverage::cover("hole_used", r.holeUsed, 0.15);
-    coverage::cover("out_of_plane_used", r.outOfPlaneUsed, 0.05);
+    coverage::cover("hole_used", r.holeUsed, hardened ? 0.15 : 0.0);
+    coverage::cover("out_of_plane_used", r.outOfPlaneUsed, hardened ? 0.05 : 0.0);
     coverage::cover("truncated_hit", r.truncatedHit);
     coverage::cover("block_completes", r.blockCompletes, 0.20);
     bool invalid = false;
     for (int32_t c : d.contextLengths)
         invalid |= c < 1 || c / 4 > d.maxBlocks;
-    coverage::cover("invalid_row", invalid, 0.05);
+    coverage::cover("invalid_row", invalid, hardened ? 0.05 : 0.0);
     bool edge = false;
     for (int32_t c : d.contextLengths)
         edge |= c >= 1 && c / 4 == d.maxBlocks && c % 4 != 0;
@@ -126,9 +130,9 @@ void coverStage(ref::DecodeCase const& d) {
 // section-6 slots qNormed and logits read back, and by the reference; fails with what mismatch(d, got, want)
 // reports.
 template <typename Mismatch>
-void checkStageCase(rc::Gen<Fill> const& fills, uint64_t fillSeedOffset, Mismatch mismatch) {
-    StageCase const s = *genStageCase();
-    coverStage(s.d);
+void checkStageCase(bool hardened, rc::Gen<Fill> const& fills, uint64_t fillSeedOffset, Mismatch mismatch) {
+    StageCase const s = *genStageCase(hardened);
+    coverStage(s.d, hardened);
     coverage::cover("q_cancel", s.qCancel, 0.25);
     Capture cap("decode_stages", s.description, s.d);
     RunOptions ro;
@@ -155,21 +159,29 @@ std::string qNormedMismatch(ref::DecodeCase const& d, DecodeOut const& got, ref:
 
 // B1: slot qNormed equals the reference's q output of every row (zeros for invalid rows), bit for bit.
 QSA_PROP(DecodeStages, B1QPrepMatchesReference, 60) {
-    checkStageCase(pick(Fill::kGarbage, Fill::kNaN, Fill::kZero), 0, qNormedMismatch);
+    checkStageCase(false, pick(Fill::kGarbage, Fill::kNaN, Fill::kZero), 0, qNormedMismatch);
+}
+
+QSA_PROP(DecodeStages, B1QPrepHostilePoolMatchesReference, 40) {
+    checkStageCase(true, pick(Fill::kGarbage, Fill::kNaN, Fill::kZero), 2, qNormedMismatch);
 }
 
 // B2: slot logits holds the reference's logits for g < ctx/4 of every valid row, bit for bit (the block B1
-// just completed included, read back from the pool; a dropped write or a hole reads +0.0).
+// just completed included, read back from the pool; hardened: a dropped write or a hole reads +0.0).
 QSA_PROP(DecodeStages, B2LogitsMatchReference, 60) {
-    checkStageCase(pick(Fill::kNaN, Fill::kGarbage, Fill::kZero), 1, diffDecodeLogits);
+    checkStageCase(false, pick(Fill::kNaN, Fill::kGarbage, Fill::kZero), 1, diffDecodeLogits);
+}
+
+QSA_PROP(DecodeStages, B2LogitsHostilePoolMatchReference, 40) {
+    checkStageCase(true, pick(Fill::kNaN, Fill::kGarbage, Fill::kZero), 3, diffDecodeLogits);
 }
 
 // Profile `fast` (section 9.2): B1's q output inside its E1 intervals (zeros of invalid rows exact); B2's
 // logits inside their E2 intervals from the implementation's own q slot and V-tails.
 template <typename Judge>
-void checkStageCaseFast(rc::Gen<Fill> const& fills, uint64_t fillSeedOffset, Judge judge) {
-    StageCase const s = *genStageCase();
-    coverStage(s.d);
+void checkStageCaseFast(bool hardened, rc::Gen<Fill> const& fills, uint64_t fillSeedOffset, Judge judge) {
+    StageCase const s = *genStageCase(hardened);
+    coverStage(s.d, hardened);
     coverage::cover("q_cancel", s.qCancel, 0.25);
     Capture cap("decode_stages", s.description, s.d);
     RunOptions ro;
@@ -181,11 +193,19 @@ void checkStageCaseFast(rc::Gen<Fill> const& fills, uint64_t fillSeedOffset, Jud
 }
 
 QSA_PROP(DecodeStages, B1QPrepWithinFastEnclosure, 60) {
-    checkStageCaseFast(pick(Fill::kGarbage, Fill::kNaN, Fill::kZero), 0, fast::judgeDecodeQ);
+    checkStageCaseFast(false, pick(Fill::kGarbage, Fill::kNaN, Fill::kZero), 0, fast::judgeDecodeQ);
+}
+
+QSA_PROP(DecodeStages, B1QPrepHostilePoolWithinFastEnclosure, 60) {
+    checkStageCaseFast(true, pick(Fill::kGarbage, Fill::kNaN, Fill::kZero), 2, fast::judgeDecodeQ);
 }
 
 QSA_PROP(DecodeStages, B2LogitsWithinFastEnclosure, 60) {
-    checkStageCaseFast(pick(Fill::kNaN, Fill::kGarbage, Fill::kZero), 1, fast::judgeDecodeLogits);
+    checkStageCaseFast(false, pick(Fill::kNaN, Fill::kGarbage, Fill::kZero), 1, fast::judgeDecodeLogits);
+}
+
+QSA_PROP(DecodeStages, B2LogitsHostilePoolWithinFastEnclosure, 60) {
+    checkStageCaseFast(true, pick(Fill::kNaN, Fill::kGarbage, Fill::kZero), 3, fast::judgeDecodeLogits);
 }
 
 } // namespace

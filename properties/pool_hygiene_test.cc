@@ -9,9 +9,11 @@ namespace qsa {
 namespace prop {
 namespace {
 
-// Levels (contract section 8): -1 holes never dereferenced is core; ids outside their plane and slots >=
-// maxPagesPerSeq are hardened. The core variants keep the holes and drop the other two; the hardened ones
-// always have at least one of them.
+// Levels (contract section 8): -1 holes never dereferenced is core; ids outside their plane, slots >=
+// maxPagesPerSeq and +0.0 reads of unaddressable cells are hardened. The core variants keep the holes and
+// drop the other two; the hardened ones always have at least one of them. A decode step that completes a
+// block whose K page is a hole would read its K-tails as +0.0: at core its V-tail may be written or not
+// (decodeCellPlan, cases.h); the hardened variant requires it written.
 void keepLevel(PoolSpec& p, bool hardened) {
     if (!hardened) {
         p.outOfPlane = false;
@@ -59,10 +61,14 @@ void decodeTouchesOnlyContractCells(bool hardened) {
     coverage::cover("hole_used", r.holeUsed, 0.15);
     coverage::cover("out_of_plane_used", r.outOfPlaneUsed, hardened ? 0.05 : 0.0);
     coverage::cover("truncated_hit", r.truncatedHit, 0.0);
+    bool overHole = false;
+    for (ref::DecodeCase const& d : ch.steps)
+        overHole = overHole || completesBlockOverKHole(d);
+    coverage::cover("block_completes_over_k_hole", overHole, 0.0);
     Capture cap("pool_hygiene", describe(spec));
     forEachStep(ch, cap, [&](ref::DecodeCase& d, size_t) {
         DecodeOut const got = runImplDecode(d);
-        QSA_REQUIRE_EMPTY(checkCellPlan(decodeCellPlan(d), d.pool.data, got.pool, d.pool.dims, d.dtype));
+        QSA_REQUIRE_EMPTY(checkCellPlan(decodeCellPlan(d, hardened), d.pool.data, got.pool, d.pool.dims, d.dtype));
         if (d.hasSplitCounters) {
             RC_ASSERT(got.splitCounters == std::vector<int32_t>(d.splitCounters.size(), 0));
         }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -95,6 +96,81 @@ SassDecision sassFor(std::string const& sassArchs, int major, int minor) {
                     "); its kernels would be JIT-compiled from PTX at load";
     }
     return d;
+}
+
+std::optional<DriverModule> parseNvidiaDriverVersion(std::string const& procText) {
+    std::istringstream in(procText);
+    std::string line;
+    static std::string const kTag = "NVRM version:";
+    while (std::getline(in, line)) {
+        size_t const at = line.find(kTag);
+        if (at == std::string::npos)
+            continue;
+        // Blanks collapsed: the module prints two spaces around the version.
+        std::istringstream words(line.substr(at + kTag.size()));
+        std::string w, module;
+        while (words >> w)
+            module += (module.empty() ? "" : " ") + w;
+        // "... Kernel Module [for <arch>]  <release>  ...": the first dotted number after "Kernel Module"
+        // (x86_64 / aarch64 are not dotted numbers).
+        static std::regex const re("Kernel Module.*?\\s([0-9]+\\.[0-9]+(\\.[0-9]+)*)(\\s|$)");
+        std::smatch m;
+        if (!std::regex_search(module, m, re))
+            return std::nullopt;
+        return DriverModule{m[1].str(), module};
+    }
+    return std::nullopt;
+}
+
+std::optional<FastJudged> parseFastLine(std::string const& line) {
+    std::istringstream in(line);
+    std::string tag, w;
+    FastJudged f;
+    if (!(in >> tag >> f.id) || tag != "QSA_FAST" || f.id.find('=') != std::string::npos)
+        return std::nullopt;
+    std::map<std::string, int64_t*> const counts = {{"judged_elements", &f.judgedElements},
+                                                    {"unjudged_elements", &f.unjudgedElements},
+                                                    {"judged_rows", &f.judgedRows},
+                                                    {"ambiguous_rows", &f.ambiguousRows}};
+    std::set<std::string> seen;
+    while (in >> w) {
+        size_t const eq = w.find('=');
+        if (eq == std::string::npos)
+            continue;
+        std::string const key = w.substr(0, eq), value = w.substr(eq + 1);
+        auto const it = counts.find(key);
+        if (it != counts.end()) {
+            if (value.empty() || value.size() > 18 ||
+                !std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); }))
+                return std::nullopt;
+            *it->second = std::stoll(value);
+        } else if (key == "eps_r") {
+            if (value.empty())
+                return std::nullopt;
+            f.epsR = value;
+        } else {
+            continue;
+        }
+        seen.insert(key);
+    }
+    if (seen.size() != counts.size() + 1)
+        return std::nullopt;
+    return f;
+}
+
+std::string shortCount(int64_t n) {
+    static char const* const kUnits[] = {"k", "M", "G", "T"};
+    if (n < 1000)
+        return std::to_string(n);
+    double v = double(n);
+    int u = -1;
+    while (v >= 999.95 && u < 3) {
+        v /= 1000.0;
+        ++u;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.1f%s", v, kUnits[u]);
+    return buf;
 }
 
 std::string childVisibleDevices(char const* parentValue, int index) {

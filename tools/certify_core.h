@@ -35,6 +35,18 @@ SassDecision sassFor(std::string const& sassArchs, int major, int minor);
 // CUDA_VISIBLE_DEVICES when that is set (so "2,3" maps 1 -> "3"), else the index itself.
 std::string childVisibleDevices(char const* parentValue, int index);
 
+// The NVIDIA kernel module's version from the text of /proc/driver/nvidia/version: its "NVRM version:" line,
+// e.g. "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@...)
+// Thu Jan 23 ..." -> release "580.159.04", module "NVIDIA UNIX Open Kernel Module for x86_64 580.159.04 Release
+// Build (dvs-builder@...) Thu Jan 23 ..." (blanks collapsed). nullopt when the text has no such line or the line
+// no dotted version after "Kernel Module". A certificate names the driver it was made with: this and
+// cudaDriverGetVersion (NVML is not linked).
+struct DriverModule {
+    std::string release;
+    std::string module;
+};
+std::optional<DriverModule> parseNvidiaDriverVersion(std::string const& procText);
+
 // ---- the plan -------------------------------------------------------------------------------------------
 
 struct ContractSpec {
@@ -83,6 +95,17 @@ struct FailedCheck {
 std::vector<FailedCheck> parseFailedChecks(std::string const& text);
 // "QSA_NOT_JUDGED ..." and "QSA_COVERAGE ..." lines of a child's output, in order, deduplicated.
 std::vector<std::string> linesStartingWith(std::string const& text, std::string const& prefix);
+// "QSA_FAST <id> judged_elements=<n> unjudged_elements=<n> judged_rows=<n> ambiguous_rows=<n> eps_r=<e>": what
+// one profile-fast check judged (contract section 9.2). nullopt when the line is not one (a field missing or not
+// a non-negative integer, no id); fields in any order, others ignored.
+struct FastJudged {
+    std::string id;
+    int64_t judgedElements = 0, unjudgedElements = 0, judgedRows = 0, ambiguousRows = 0;
+    std::string epsR;
+};
+std::optional<FastJudged> parseFastLine(std::string const& line);
+// 950 -> "950", 12345 -> "12.3k", 1200000 -> "1.2M", 3400000000 -> "3.4G".
+std::string shortCount(int64_t n);
 // "QSA_SEED <id> base=B shard=i/N seed=S cases=M of T ..." -> M (cases the property ran), nullopt when absent.
 std::optional<int64_t> parseSeedLineCases(std::string const& text, std::string const& propertyId);
 
@@ -148,9 +171,13 @@ std::optional<Options> parseArgs(int argc, char const* const* argv, std::string 
 // Fills every "verdict" of a certificate from its leaves (property verdicts, exhaustive check mismatches, child
 // errors, suites): PASS only when everything judged passed and nothing is missing. A property or test whose check
 // QSA_LEVELS / QSA_PROFILE did not select has verdict NOT_JUDGED and never counts as a pass. Also fills
-// cert["levels"]: per group of contract section 8 (core, hardened, ieee differential) its verdict (PASS, FAIL or
-// NOT JUDGED), the failing checks and those not judged, and cert["verdict_line"], e.g.
-// "core: PASS, hardened: FAIL (3 checks), ieee differential: FAIL (2 checks)".
+// cert["levels"]: per group of contract section 8 (core, hardened, ieee differential, fast differential) its
+// verdict (PASS, FAIL, NOT JUDGED or NONE RUN), the failing checks and those not judged, and cert["verdict_line"],
+// e.g. "core: PASS, hardened: FAIL (3 checks), ieee differential: NOT JUDGED, fast differential: PASS (judged
+// 1.2M elements, 0.3% rows ambiguous, eps_r 2^-21)". The fast group sums the QSA_FAST lines (property / test
+// "fast" arrays) of its judged checks; a judged fast check that passed without its QSA_FAST line FAILS (section
+// 9.2: a fast check reports what it judged, so it never passes vacuously), and so does a group that judged no
+// element at all.
 void computeVerdicts(nlohmann::json& cert);
 
 // certificate.json text: sorted keys, 2-space indent, trailing newline.

@@ -31,14 +31,20 @@ LISTED = {
                      "Padding.ContextLengthsOutsideRangeActClamped"],
 }
 EXHAUSTIVE_CHECKS = ["bf16_to_float", "float_to_bf16", "float_to_half", "half_to_float", "rsqrt_rn"]
-GROUPS = ["core", "hardened", "ieee differential"]
+GROUPS = ["core", "hardened", "ieee differential"]  # judged under the default QSA_PROFILE=ieee
+# Contract section 9: a profile-fast check (its registry row is the lead's; the fast case skips without it) and
+# its coverage line (common form: QSA_FAST <id> judged_elements= unjudged_elements= judged_rows= ambiguous_rows=
+# eps_r=).
+FAST_ID = "DecodeStages.B1QPrepWithinFastEnclosure"
+FAST_LINE = (f"QSA_FAST {FAST_ID} judged_elements=1200000 unjudged_elements=40 judged_rows=3000 ambiguous_rows=9 "
+             "eps_r=2^-21")
 
 
 def group_of(check_id):
     """Contract section 8: every ieee-profile check is in "ieee differential", the others in their level."""
     info = levels.lookup(check_id)
     assert info.registered, f"the test's own fake lists {check_id}, which checks/registry.tsv lacks"
-    return "ieee differential" if info.profile == "ieee" else info.level
+    return info.profile + " differential" if info.profile in ("ieee", "fast") else info.level
 
 
 # ---- the fakes ------------------------------------------------------------------------------------------
@@ -69,6 +75,9 @@ def property_behaviour(check_id, what):
         return f"printf '%s' {quoted(gtest_json([(suite, name, 'RUN', 'COMPLETED', failures)]))} >\"$json\""
     return {
         "pass": [f"echo 'QSA_SEED {check_id} base=1 shard=0/1 seed=2 cases=17 of 17'", write([]), "exit 0"],
+        # a fast check: its QSA_FAST line only when certify passed QSA_PROFILE=fast on to the child
+        "pass_fast": [f"echo 'QSA_SEED {check_id} base=1 shard=0/1 seed=2 cases=17 of 17'",
+                      f"[[ $QSA_PROFILE == fast ]] && echo '{FAST_LINE}'", write([]), "exit 0"],
         # a RapidCheck counterexample after 3 cases, the way prop.cc reports it
         "fail": [write([rapidcheck_failure(check_id, 3)]), "exit 1"],
         "fail_exit0": [write([rapidcheck_failure(check_id, 5)]), "exit 0"],  # the JSON says failed, the exit code 0
@@ -294,7 +303,8 @@ def test_not_selected_is_not_judged_never_pass(work):
     for g in ["hardened", "ieee differential"]:
         assert r.level(g)["verdict"] == "NOT JUDGED", (g, r.cert["levels"])
         assert r.level(g)["not_judged"], (g, r.cert["levels"])  # named, never passed
-    assert r.cert["verdict_line"] == "core: PASS, hardened: NOT JUDGED, ieee differential: NOT JUDGED", r.cert
+    assert r.cert["verdict_line"] == ("core: PASS, hardened: NOT JUDGED, ieee differential: NOT JUDGED, "
+                                      "fast differential: NOT JUDGED"), r.cert
     for check_id, p in r.properties().items():
         if group_of(check_id) == "core":
             assert p["verdict"] == "PASS", p
@@ -306,6 +316,35 @@ def test_not_selected_is_not_judged_never_pass(work):
     assert "exhaustive@0" not in r.ran, r.ran
     contracts = {c["number"]: c["verdict"] for c in r.gpu()["contracts"] if c["binary"] == "properties/differential_test"}
     assert contracts == {1: "NOT_JUDGED"}, r.gpu()["contracts"]
+
+
+def test_fast_profile_is_judged_from_qsa_fast_lines(work):
+    """QSA_PROFILE=fast (contract section 9): certify passes it on to every child; fast and none checks are judged,
+    ieee ones are not; the fast group reads PASS with the summed QSA_FAST figures. The same fast check passing
+    WITHOUT its QSA_FAST line makes the group (and the certificate) FAIL: never a vacuous pass."""
+    if not levels.lookup(FAST_ID).registered:
+        pytest.skip(f"checks/registry.tsv has no row for {FAST_ID} yet (the profile-fast properties add it)")
+    listed = LISTED["decode_stages_test"] + [FAST_ID]
+    all_pass(work.bindir, [1, 2, 3])
+    fake_property_binary(work.bindir, "decode_stages_test", {FAST_ID: "pass_fast", listed[0]: "fail"}, listed)
+    fake_property_binary(work.bindir, "differential_test", {i: "fail" for i in LISTED["differential_test"]})
+    fake_exhaustive(work.bindir, {"*": "mismatch"})  # ieee: not judged under fast
+    r = work("--contracts=1,2,3", env={"QSA_PROFILE": "fast"})
+    assert r.rc == 0, r
+    assert r.cert["verdict_line"] == ("core: PASS, hardened: PASS, ieee differential: NOT JUDGED, fast differential: "
+                                      "PASS (judged 1.2M elements, 0.3% rows ambiguous, eps_r 2^-21)"), r.cert
+    fast = r.level("fast differential")
+    assert fast["judged_checks"] == 1 and fast["fast"]["judged_elements"] == 1200000, fast
+    assert r.properties()[FAST_ID]["verdict"] == "PASS", r.properties()
+    assert r.properties()[FAST_ID]["fast"] == [FAST_LINE], r.properties()[FAST_ID]
+    assert r.properties()[listed[0]]["verdict"] == "NOT_JUDGED", r.properties()
+
+    fake_property_binary(work.bindir, "decode_stages_test", {FAST_ID: "pass", listed[0]: "fail"}, listed)
+    r = work("--contracts=1,2,3", env={"QSA_PROFILE": "fast"})
+    assert_failed_overall(r)
+    assert r.level("fast differential")["verdict"] == "FAIL", r.cert["levels"]
+    assert failing(r, "fast differential") == [FAST_ID], r.cert["levels"]
+    assert r.cert["verdict_line"].endswith("fast differential: FAIL (1 check)"), r.cert["verdict_line"]
 
 
 # ---- (b) failure paths ----------------------------------------------------------------------------------
@@ -405,7 +444,8 @@ def test_replay_failed_skipped_and_not_run_tests(work):
     assert failing(r, "core") == ["Fixture.Layout"], r.cert["levels"]  # each where its check's level says
     assert failing(r, "ieee differential") == ["Fixture.Differential"], r.cert["levels"]
     assert failing(r, "hardened") == ["Fixture.InvalidDecodeRows"], r.cert["levels"]
-    assert all(v["verdict"] == "FAIL" for v in r.cert["levels"].values()), r.cert["levels"]
+    assert all(r.level(g)["verdict"] == "FAIL" for g in GROUPS), r.cert["levels"]
+    assert r.level("fast differential")["verdict"] == "NOT JUDGED", r.cert["levels"]  # QSA_PROFILE=ieee
 
 
 @pytest.mark.parametrize("tests,exit_code,installed", [

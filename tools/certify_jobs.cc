@@ -119,6 +119,7 @@ json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, 
                 {"exit", r.describe()},
                 {"fixtures", capturedFixtures(f.outputs)},
                 {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")},
+                {"fast", linesStartingWith(r.output, "QSA_FAST ")}, // profile fast: what it judged (section 9.2)
                 {"failures", truncated(failures)}});
     if (!pass && failures.empty()) {
         res["failures"].push_back((found ? "" : "property did not run; ") + childError(r, ""));
@@ -184,6 +185,7 @@ json runSuite(Layout const& l, SuitePlan const& s, GpuRun& run, Options const& o
                 {"tests", tests},
                 {"not_judged_lines", linesStartingWith(r.output, "QSA_NOT_JUDGED ")},
                 {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")},
+                {"fast", linesStartingWith(r.output, "QSA_FAST ")},
                 {"fixtures", capturedFixtures(f.outputs)}};
     if (tests.empty() || (!r.ok() && failed == 0)) {
         res["error"] = childError(r, tests.empty() ? ", no test results" : "");

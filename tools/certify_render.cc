@@ -95,6 +95,11 @@ struct Groups {
     checks::Selection sel;
     std::map<std::string, std::set<std::string>> failing, notJudged;
     std::map<std::string, int64_t> judged;
+    // Profile fast (contract section 9.2): the sums of the QSA_FAST lines of the judged fast checks.
+    struct Fast {
+        int64_t lines = 0, judgedElements = 0, unjudgedElements = 0, judgedRows = 0, ambiguousRows = 0;
+        std::set<std::string> epsR;
+    } fast;
     void fail(std::string const& level, std::string const& profile, std::string const& what) {
         checks::CheckInfo c;
         c.level = level;
@@ -104,7 +109,61 @@ struct Groups {
 };
 
 bool groupSelected(checks::Selection const& s, std::string const& g) {
-    return g == "ieee differential" ? s.profile == "ieee" : s.levels.count(g) != 0;
+    if (g == "ieee differential" || g == "fast differential")
+        return s.profile + " differential" == g;
+    return s.levels.count(g) != 0;
+}
+
+// A judged check of profile fast: its QSA_FAST line(s) among `lines` (the child's, by id) are summed; one that
+// passed without any, or with a malformed one, FAILS (verdict and group; section 9.2: a fast check reports what
+// it judged, so it never passes vacuously).
+void countFast(json& p, json const& lines, Groups& g, std::string const& where) {
+    std::string const check = p.value("id", "?");
+    bool any = false;
+    for (auto const& l : lines) {
+        std::string const text = l.is_string() ? l.get<std::string>() : "";
+        std::optional<FastJudged> const f = parseFastLine(text);
+        if (!f) {
+            if (text.rfind("QSA_FAST " + check + " ", 0) == 0) {
+                g.fail("core", "fast", check + " printed a malformed QSA_FAST line (" + where + ")");
+                p["verdict"] = "FAIL";
+                p["failures"].push_back("malformed QSA_FAST line: " + text);
+            }
+            continue;
+        }
+        if (f->id != check)
+            continue;
+        any = true;
+        g.fast.lines += 1;
+        g.fast.judgedElements += f->judgedElements;
+        g.fast.unjudgedElements += f->unjudgedElements;
+        g.fast.judgedRows += f->judgedRows;
+        g.fast.ambiguousRows += f->ambiguousRows;
+        g.fast.epsR.insert(f->epsR);
+    }
+    if (!any && p.value("verdict", "") == "PASS") {
+        g.fail("core", "fast", check + " passed without a QSA_FAST line (" + where + ")");
+        p["verdict"] = "FAIL";
+        p["failures"].push_back("passed without a QSA_FAST line: a profile-fast check must report what it judged "
+                                "(contract section 9.2)");
+    }
+}
+
+// "judged 1.2M elements, 0.3% rows ambiguous, eps_r 2^-21"
+std::string fastSummary(Groups::Fast const& f) {
+    std::string s = "judged " + shortCount(f.judgedElements) + " elements, ";
+    if (f.judgedRows == 0) {
+        s += "no rows judged";
+    } else {
+        char pct[32];
+        double const r = 100.0 * double(f.ambiguousRows) / double(f.judgedRows);
+        std::snprintf(pct, sizeof(pct), r > 0 && r < 0.05 ? "<0.1%%" : "%.1f%%", r);
+        s += std::string(pct) + " rows ambiguous";
+    }
+    std::string eps;
+    for (std::string const& e : f.epsR)
+        eps += (eps.empty() ? "" : ", ") + e;
+    return s + ", eps_r " + (f.epsR.size() > 1 ? "mixed (" + eps + ")" : eps);
 }
 
 // A property or gtest result: fills level / profile from the registry when absent; NOT_JUDGED stays so.
@@ -168,6 +227,8 @@ void computeVerdicts(json& cert) {
                             continue;
                         }
                         anyJudged = true;
+                        if (p.value("profile", "") == "fast")
+                            countFast(p, p.value("fast", json::array()), groups, where);
                         cok = cok && isPass(p);
                         if (p.value("cases_run", json()).is_number_integer()) {
                             cases += p["cases_run"].get<int64_t>();
@@ -187,6 +248,8 @@ void computeVerdicts(json& cert) {
                     groups.fail("core", "none", suite.value("name", "?") + " did not run (" + where + ")");
                 for (json& t : suite["tests"]) {
                     classify(t, groups, where);
+                    if (t.value("profile", "") == "fast" && t.value("verdict", "") != "NOT_JUDGED")
+                        countFast(t, suite.value("fast", json::array()), groups, where);
                     sok = sok && (t.value("verdict", "FAIL") == "PASS" || t.value("verdict", "") == "NOT_JUDGED");
                 }
                 suite["verdict"] = verdictOf(sok);
@@ -214,6 +277,11 @@ void computeVerdicts(json& cert) {
     std::string line;
     for (std::string const& g : checks::groups()) {
         bool const selected = groupSelected(groups.sel, g);
+        bool const fast = g == "fast differential";
+        // Section 9.2: fast never turns vacuous; checks that ran and judged no element fail the group.
+        if (fast && selected && groups.judged[g] > 0 && groups.fast.judgedElements == 0 && groups.failing[g].empty())
+            groups.failing[g].insert(
+                "the fast checks judged 0 elements (QSA_FAST lines: " + std::to_string(groups.fast.lines) + ")");
         size_t const nFail = groups.failing[g].size();
         // A selected group in which no check ran is not a pass either (e.g. --contracts left it out).
         std::string const v = !selected ? "NOT JUDGED" : nFail ? "FAIL" : groups.judged[g] ? "PASS" : "NONE RUN";
@@ -221,10 +289,26 @@ void computeVerdicts(json& cert) {
                      {"judged_checks", groups.judged[g]},
                      {"failing", json(groups.failing[g])},
                      {"not_judged", json(groups.notJudged[g])}};
-        line += (line.empty() ? "" : ", ") + g + ": " + v +
-                (nFail ? " (" + std::to_string(nFail) + (nFail == 1 ? " check)" : " checks)") : "");
+        std::vector<std::string> notes;
+        if (nFail)
+            notes.push_back(std::to_string(nFail) + (nFail == 1 ? " check" : " checks"));
+        if (fast && selected && groups.fast.lines > 0) {
+            levels[g]["fast"] = {{"qsa_fast_lines", groups.fast.lines},
+                                 {"judged_elements", groups.fast.judgedElements},
+                                 {"unjudged_elements", groups.fast.unjudgedElements},
+                                 {"judged_rows", groups.fast.judgedRows},
+                                 {"ambiguous_rows", groups.fast.ambiguousRows},
+                                 {"eps_r", json(groups.fast.epsR)}};
+            notes.push_back(fastSummary(groups.fast));
+        }
+        std::string note;
+        for (std::string const& n : notes)
+            note += (note.empty() ? "" : "; ") + n;
+        line += (line.empty() ? "" : ", ") + g + ": " + v + (note.empty() ? "" : " (" + note + ")");
     }
     cert["levels"] = levels;
+    for (auto const& [g, l] : levels.items())
+        all = all && l.value("verdict", "") != "FAIL"; // e.g. the fast checks judged 0 elements
     cert["verdict_line"] = line;
     cert["verdict"] = verdictOf(all);
 }
@@ -250,8 +334,12 @@ std::string renderMarkdown(json const& cert) {
     md << "| CUDA toolkit (compile time, CUDART_VERSION) | "
        << cudaVersion(build.value("cuda_toolkit_compiled", json())) << " |\n";
     md << "| CUDA runtime (cudaRuntimeGetVersion) | " << cudaVersion(cuda.value("runtime_version", json())) << " |\n";
-    md << "| driver | " << cuda.value("driver_release", "unknown") << " (CUDA "
-       << cudaVersion(cuda.value("driver_api_version", json())) << ") |\n";
+    // The kernel module's release, the CUDA version the driver API reports (cudaDriverGetVersion) and the
+    // module's whole version line (/proc/driver/nvidia/version) when certify could read it.
+    std::string const module = cuda.value("driver_module", "");
+    md << "| driver | " << cuda.value("driver_release", "unknown") << " (driver API CUDA "
+       << cudaVersion(cuda.value("driver_api_version", json())) << ")" << (module.empty() ? "" : "; " + module)
+       << " |\n";
     md << "| compiled SASS | " << joinArchs(build.value("sass_archs", json::array()), "sm_") << " |\n";
     md << "| compiled PTX | " << joinArchs(build.value("ptx_archs", json::array()), "compute_") << " |\n";
     md << "| budget | scale " << budget.value("scale", 1.0) << ", base seed " << budget.value("base_seed", uint64_t(0))

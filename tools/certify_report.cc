@@ -38,14 +38,16 @@ std::optional<std::string> runCapture(std::string const& cmd) {
     return pclose(p) == 0 ? std::optional<std::string>(out) : std::nullopt;
 }
 
-std::string driverRelease() {
+// The kernel module behind the driver (contract of a certificate: name the driver it was made with). Without
+// /proc/driver/nvidia/version (no NVIDIA module, or a container without it) the release says why.
+DriverModule driverModule() {
     std::optional<std::string> const v = readFile("/proc/driver/nvidia/version");
-    std::smatch m;
-    static std::regex const re("Kernel Module\\s+([0-9][0-9.]*)");
-    if (v && std::regex_search(*v, m, re)) {
-        return m[1].str();
-    }
-    return "unknown";
+    if (!v)
+        return {"unknown (/proc/driver/nvidia/version not readable)", ""};
+    std::optional<DriverModule> const m = parseNvidiaDriverVersion(*v);
+    if (!m)
+        return {"unknown (no NVRM version line with a release in /proc/driver/nvidia/version)", ""};
+    return *m;
 }
 
 // "core,hardened": the levels QSA_LEVELS selected, as checks::parseSelection reads them back.
@@ -101,15 +103,19 @@ json gpuCertificate(GpuRun& run, Options const& o, Plan const& plan) {
     }
     json coverage = json::array();
     for (auto const& [id, r] : run.properties) {
-        for (auto const& l : r.value("coverage", json::array())) {
-            coverage.push_back(l);
+        for (char const* key : {"coverage", "fast"}) { // QSA_COVERAGE, then QSA_FAST (profile fast, section 9.2)
+            for (auto const& l : r.value(key, json::array())) {
+                coverage.push_back(l);
+            }
         }
     }
     json sj = json::array();
     for (SuitePlan const& s : plan.suites) {
         json const& r = run.suites[s.rel];
-        for (auto const& l : r.value("coverage", json::array())) {
-            coverage.push_back(l);
+        for (char const* key : {"coverage", "fast"}) {
+            for (auto const& l : r.value(key, json::array())) {
+                coverage.push_back(l);
+            }
         }
         sj.push_back(r);
     }
@@ -142,9 +148,11 @@ json certificateOf(Options const& o, Plan const& plan, std::vector<GpuRun>& runs
     cert["build"] = {{"sass_archs", splitArchList(plan.sass)},
                      {"ptx_archs", splitArchList(compiledPtxArchs())},
                      {"cuda_toolkit_compiled", compiledCudartVersion()}};
+    DriverModule const driver = driverModule();
     cert["cuda"] = {{"runtime_version", o.cpuDryRun ? 0 : runtimeVersion()},
                     {"driver_api_version", o.cpuDryRun ? 0 : driverApiVersion()},
-                    {"driver_release", driverRelease()}};
+                    {"driver_release", driver.release},
+                    {"driver_module", driver.module}};
     json contractsSel = json::array();
     for (ContractPlan const& c : plan.contracts) {
         contractsSel.push_back(c.spec.number);

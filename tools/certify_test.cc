@@ -102,6 +102,31 @@ TEST(Parsers, FalsifiableAfter) {
     EXPECT_FALSE(parseFalsifiableAfter("OK, passed 100 tests").has_value());
 }
 
+TEST(Parsers, NvidiaDriverVersionFromProc) {
+    // The H200 host's line (open module, "for <arch>" before the release: the regex before this fix missed it).
+    std::string const h200 = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  "
+                             "(dvs-builder@U22-I3-AE18-09-4)  Thu Jan 23 10:00:00 UTC 2026\n"
+                             "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n";
+    std::optional<DriverModule> const m = parseNvidiaDriverVersion(h200);
+    ASSERT_TRUE(m.has_value());
+    EXPECT_EQ(m->release, "580.159.04");
+    EXPECT_EQ(m->module, "NVIDIA UNIX Open Kernel Module for x86_64 580.159.04 Release Build "
+                         "(dvs-builder@U22-I3-AE18-09-4) Thu Jan 23 10:00:00 UTC 2026");
+    // The proprietary module's form (arch before "Kernel Module"), and an aarch64 open module.
+    auto release = [](std::string const& t) {
+        std::optional<DriverModule> const r = parseNvidiaDriverVersion(t);
+        return r ? r->release : std::string("none");
+    };
+    EXPECT_EQ(release("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n"),
+              "535.104.05");
+    EXPECT_EQ(release("NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  570.86.15  Release Build\n"),
+              "570.86.15");
+    EXPECT_EQ(release("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04"), "580.159.04");
+    EXPECT_EQ(release(""), "none");
+    EXPECT_EQ(release("GCC version:  gcc version 12.3.0\n"), "none");                        // no NVRM line
+    EXPECT_EQ(release("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64\n"), "none"); // no release
+}
+
 TEST(Parsers, GtestJson) {
     std::string const j = R"({"testsuites":[{"name":"Padding","testsuite":[
         {"name":"A","status":"RUN","result":"COMPLETED"},
@@ -249,7 +274,11 @@ json sampleCertificate() {
              {{"sass_archs", json::array({"80", "90"})},
               {"ptx_archs", json::array({"90"})},
               {"cuda_toolkit_compiled", 13000}}},
-            {"cuda", {{"runtime_version", 13000}, {"driver_api_version", 13000}, {"driver_release", "580.159.04"}}},
+            {"cuda",
+             {{"runtime_version", 13000},
+              {"driver_api_version", 13000},
+              {"driver_release", "580.159.04"},
+              {"driver_module", "NVIDIA UNIX Open Kernel Module for x86_64 580.159.04 Release Build"}}},
             {"budget", {{"scale", 1.0}, {"base_seed", 1}, {"properties", true}, {"exhaustive", true}}},
             {"gpus", json::array({gpu})},
             {"times", {{"started_utc", "2026-11-29T00:00:00Z"}, {"total_seconds", 10.5}}}};
@@ -319,11 +348,13 @@ TEST(Render, MarkdownNamesEverythingAReviewerNeeds) {
     EXPECT_EQ(md, renderMarkdown(c));
     for (char const* s :
          {"# QSA indexer certificate: PASS", "`abc` (env)", "| CUDA runtime (cudaRuntimeGetVersion) | 13.0",
-          "580.159.04 (CUDA 13.0)", "sm_80, sm_90", "compute_90", "## GPU 0: NVIDIA H200 (sm_90): PASS",
-          "carries SASS for sm_90", "| 3. padding | PASS | 4 |",
+          "| driver | 580.159.04 (driver API CUDA 13.0); NVIDIA UNIX Open Kernel Module for x86_64 580.159.04 Release "
+          "Build |",
+          "sm_80, sm_90", "compute_90", "## GPU 0: NVIDIA H200 (sm_90): PASS", "carries SASS for sm_90",
+          "| 3. padding | PASS | 4 |",
           "| Padding.PaddedRowsAllMinusOneAndPoisonIgnored | core | none | 4 | 4000000000 | PASS |",
-          "core: PASS, hardened: NONE RUN, ieee differential: PASS", "| rsqrt_rn | `f` | 4294967296 | 0 |",
-          "| half_to_float | `f` | 65536 | 0 |", "## Failures\n\nNone."}) {
+          "core: PASS, hardened: NONE RUN, ieee differential: PASS, fast differential: NOT JUDGED**",
+          "| rsqrt_rn | `f` | 4294967296 | 0 |", "| half_to_float | `f` | 65536 | 0 |", "## Failures\n\nNone."}) {
         EXPECT_NE(md.find(s), std::string::npos) << "missing: " << s << "\n" << md;
     }
     json f = sampleCertificate();
@@ -355,7 +386,8 @@ TEST(Verdicts, PerLevelAndProfile) {
     props.push_back(hard2);
     props.push_back(ieee);
     computeVerdicts(c);
-    EXPECT_EQ(c["verdict_line"], "core: PASS, hardened: FAIL (2 checks), ieee differential: FAIL (1 check)");
+    EXPECT_EQ(c["verdict_line"], "core: PASS, hardened: FAIL (2 checks), ieee differential: FAIL (1 check), fast "
+                                 "differential: NOT JUDGED");
     EXPECT_EQ(c["levels"]["core"]["verdict"], "PASS");
     EXPECT_EQ(c["verdict"], "FAIL");
     EXPECT_EQ(props[1]["level"], "hardened");
@@ -364,6 +396,110 @@ TEST(Verdicts, PerLevelAndProfile) {
 
     // Judging only core without a profile (NOT JUDGED, never a pass) and a fixture replay suite counting each failed
     // check it names: certify_e2e_test.
+}
+
+// Contract section 9: under QSA_PROFILE=fast the fast group is judged from its checks' verdicts AND their QSA_FAST
+// lines (summed); ieee differential is NOT JUDGED.
+TEST(Verdicts, FastGroupSumsQsaFastLines) {
+    auto fastCert = [](std::vector<std::string> const& lines0, std::vector<std::string> const& lines1) {
+        json c = sampleCertificate();
+        c["budget"]["profile"] = "fast";
+        json& props = c["gpus"][0]["contracts"][0]["properties"];
+        json a = props[0];
+        a["id"] = "Differential.PrefillWithinFastEnclosure";
+        a["level"] = "core"; // set: these rows are the lead's (checks/registry.tsv); classify keeps what is given
+        a["profile"] = "fast";
+        a["fast"] = lines0;
+        json b = a;
+        b["id"] = "DecodeStages.B2LogitsWithinFastEnclosure";
+        b["fast"] = lines1;
+        props.push_back(a);
+        props.push_back(b);
+        return c;
+    };
+    std::string const la = "QSA_FAST Differential.PrefillWithinFastEnclosure judged_elements=1000000 "
+                           "unjudged_elements=12 judged_rows=3000 ambiguous_rows=7 eps_r=2^-21";
+    std::string const lb = "QSA_FAST DecodeStages.B2LogitsWithinFastEnclosure judged_elements=200000 "
+                           "unjudged_elements=0 judged_rows=1000 ambiguous_rows=5 eps_r=2^-21";
+    json c = fastCert({la}, {lb});
+    computeVerdicts(c);
+    EXPECT_EQ(c["verdict_line"], "core: PASS, hardened: NONE RUN, ieee differential: NOT JUDGED, fast differential: "
+                                 "PASS (judged 1.2M elements, 0.3% rows ambiguous, eps_r 2^-21)");
+    EXPECT_EQ(c["levels"]["fast differential"]["fast"]["judged_elements"], 1200000);
+    EXPECT_EQ(c["levels"]["fast differential"]["fast"]["unjudged_elements"], 12);
+    EXPECT_EQ(c["levels"]["fast differential"]["judged_checks"], 2);
+    EXPECT_EQ(c["verdict"], "PASS");
+    EXPECT_NE(renderMarkdown(c).find("fast differential: PASS (judged 1.2M elements"), std::string::npos);
+
+    // A fast check that passed without its QSA_FAST line: the group FAILS, naming it (never a vacuous pass).
+    json none = fastCert({la}, {});
+    computeVerdicts(none);
+    EXPECT_EQ(none["levels"]["fast differential"]["verdict"], "FAIL");
+    EXPECT_EQ(none["levels"]["fast differential"]["failing"][0],
+              "DecodeStages.B2LogitsWithinFastEnclosure passed without a QSA_FAST line (GPU 0)");
+    EXPECT_EQ(none["verdict_line"], "core: PASS, hardened: NONE RUN, ieee differential: NOT JUDGED, fast differential: "
+                                    "FAIL (1 check; judged 1.0M elements, 0.2% rows ambiguous, eps_r 2^-21)");
+    // A line of another check does not count for it; a malformed line of its own fails it too.
+    json other = fastCert({la}, {la});
+    computeVerdicts(other);
+    EXPECT_EQ(other["levels"]["fast differential"]["verdict"], "FAIL");
+    json bad = fastCert({la}, {"QSA_FAST DecodeStages.B2LogitsWithinFastEnclosure judged_elements=x"});
+    computeVerdicts(bad);
+    EXPECT_EQ(bad["levels"]["fast differential"]["failing"],
+              json::array({"DecodeStages.B2LogitsWithinFastEnclosure printed a malformed QSA_FAST line (GPU 0)"}));
+    EXPECT_EQ(bad["gpus"][0]["contracts"][0]["properties"][2]["verdict"], "FAIL");
+    EXPECT_EQ(bad["verdict"], "FAIL");
+    // Lines that judged nothing at all: FAIL (section 9.2: fast never turns vacuous).
+    std::string const zero = "QSA_FAST DecodeStages.B2LogitsWithinFastEnclosure judged_elements=0 "
+                             "unjudged_elements=9 judged_rows=0 ambiguous_rows=0 eps_r=2^-21";
+    std::string const zeroA = "QSA_FAST Differential.PrefillWithinFastEnclosure judged_elements=0 "
+                              "unjudged_elements=9 judged_rows=0 ambiguous_rows=0 eps_r=2^-21";
+    json vacuous = fastCert({zeroA}, {zero});
+    computeVerdicts(vacuous);
+    EXPECT_EQ(vacuous["levels"]["fast differential"]["verdict"], "FAIL");
+    EXPECT_EQ(vacuous["verdict_line"], "core: PASS, hardened: NONE RUN, ieee differential: NOT JUDGED, fast "
+                                       "differential: FAIL (1 check; judged 0 elements, no rows judged, eps_r 2^-21)");
+    // Not selected (QSA_PROFILE=ieee): NOT JUDGED whatever the lines say; its checks are not counted.
+    json ieee = fastCert({la}, {lb});
+    ieee["budget"]["profile"] = "ieee";
+    for (json& p : ieee["gpus"][0]["contracts"][0]["properties"])
+        if (p["profile"] == "fast")
+            p["verdict"] = "NOT_JUDGED";
+    computeVerdicts(ieee);
+    EXPECT_EQ(ieee["levels"]["fast differential"]["verdict"], "NOT JUDGED");
+    EXPECT_FALSE(ieee["levels"]["fast differential"].contains("fast"));
+}
+
+TEST(Parsers, QsaFastLines) {
+    std::optional<FastJudged> const f = parseFastLine("QSA_FAST DecodeStages.B1QPrepWithinFastEnclosure "
+                                                      "judged_elements=123 unjudged_elements=4 judged_rows=5 "
+                                                      "ambiguous_rows=1 eps_r=2^-21");
+    ASSERT_TRUE(f.has_value());
+    EXPECT_EQ(f->id, "DecodeStages.B1QPrepWithinFastEnclosure");
+    EXPECT_EQ(f->judgedElements, 123);
+    EXPECT_EQ(f->unjudgedElements, 4);
+    EXPECT_EQ(f->judgedRows, 5);
+    EXPECT_EQ(f->ambiguousRows, 1);
+    EXPECT_EQ(f->epsR, "2^-21");
+    // Any order, extra fields ignored.
+    EXPECT_TRUE(parseFastLine("QSA_FAST A.B eps_r=2^-20 ambiguous_rows=0 judged_rows=1 extra=z unjudged_elements=0 "
+                              "judged_elements=9")
+                    .has_value());
+    for (char const* bad :
+         {"", "QSA_FAST",
+          "QSA_COVERAGE A.B judged_elements=1 unjudged_elements=0 judged_rows=1 "
+          "ambiguous_rows=0 eps_r=2^-21",
+          "QSA_FAST A.B judged_elements=1 unjudged_elements=0 judged_rows=1 ambiguous_rows=0",
+          "QSA_FAST A.B judged_elements=-1 unjudged_elements=0 judged_rows=1 ambiguous_rows=0 eps_r=1",
+          "QSA_FAST A.B judged_elements=1e6 unjudged_elements=0 judged_rows=1 ambiguous_rows=0 eps_r=1",
+          "QSA_FAST judged_elements=1 unjudged_elements=0 judged_rows=1 ambiguous_rows=0 eps_r=1"}) {
+        EXPECT_FALSE(parseFastLine(bad).has_value()) << bad;
+    }
+    EXPECT_EQ(shortCount(950), "950");
+    EXPECT_EQ(shortCount(12345), "12.3k");
+    EXPECT_EQ(shortCount(1200000), "1.2M");
+    EXPECT_EQ(shortCount(999999), "1.0M");
+    EXPECT_EQ(shortCount(3400000000), "3.4G");
 }
 
 TEST(Parsers, FailedChecksSeedLinesAndCoverage) {
