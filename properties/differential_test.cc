@@ -161,7 +161,7 @@ void decodeStepsWithinFastEnclosure(bool hostile) {
         RunOptions ro;
         ro.readStages = true;
         DecodeOut const got = runImplDecode(d, ro);
-        std::string const m = fast::judgeDecodeStep(d, got);
+        std::string const m = fast::judgeDecodeStep(d, got, hostile);
         QSA_REQUIRE_EMPTY(m.empty() ? "" : "decode step " + std::to_string(k) + ": " + m);
         return got.pool;
     });
@@ -197,7 +197,7 @@ QSA_PROP(Differential, DecodeSelectsAmongManyBlocksFast, 6) {
         for (int32_t b = 0; b < d.batchSize; ++b) // ties among the implementation's own logits
             if (ref::decodeRowValid(d.contextLengths[b], d.maxBlocks))
                 tie |= tiesAtRank(&got.logits[size_t(b) * d.maxBlocks], d.contextLengths[b] / 4);
-        std::string const m = fast::judgeDecodeStep(d, got);
+        std::string const m = fast::judgeDecodeStep(d, got, false);
         QSA_REQUIRE_EMPTY(m.empty() ? "" : "decode (nVis > 512) step " + std::to_string(k) + ": " + m);
         return got.pool;
     });

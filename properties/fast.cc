@@ -388,9 +388,9 @@ std::string judgeDecodeLogits(ref::DecodeCase const& d, DecodeOut const& got) {
     return "";
 }
 
-std::string judgeDecodeRest(ref::DecodeCase const& d, DecodeOut const& got) {
+std::string judgeDecodeRest(ref::DecodeCase const& d, DecodeOut const& got, bool hardened) {
     Tally& tl = tally();
-    std::string m = checkCellPlan(decodeCellPlan(d), d.pool.data, got.pool, d.pool.dims, d.dtype);
+    std::string m = checkCellPlan(decodeCellPlan(d, hardened), d.pool.data, got.pool, d.pool.dims, d.dtype);
     if (!m.empty())
         return "decode pool: " + m;
     if (d.hasSplitCounters && got.splitCounters != std::vector<int32_t>(d.splitCounters.size(), 0))
@@ -410,12 +410,15 @@ std::string judgeDecodeRest(ref::DecodeCase const& d, DecodeOut const& got) {
             int32_t const g = ctx / 4 - 1;
             static uint16_t const zeros[128] = {};
             uint16_t const* k[4];
+            bool kHole = false;
             for (int j = 0; j < 3; ++j) {
                 uint16_t const* cell = tailAt(d.pool, d.pool.data, b, 0, 4 * g + j);
-                k[j] = cell ? cell : zeros; // an unusable entry reads +0.0 (section 3)
+                kHole |= cell == nullptr;
+                k[j] = cell ? cell : zeros; // an unusable entry reads +0.0 (section 3, hardened)
             }
             k[3] = &d.indexQk[size_t(b) * ref::kQkWidth + 512];
-            if (uint16_t const* cell = tailAt(d.pool, got.pool, b, 1, 4 * g)) {
+            uint16_t const* cell = tailAt(d.pool, got.pool, b, 1, 4 * g);
+            if (cell && (hardened || !kHole)) {
                 m = judgeRow(
                     d.dtype,
                     ref::fast::kbarBounds(d.dtype, k, d.wK.data(), &d.cosSin[size_t(4) * g * 64], d.rmsEps, params()),
@@ -443,12 +446,12 @@ std::string judgeDecodeRest(ref::DecodeCase const& d, DecodeOut const& got) {
     return "";
 }
 
-std::string judgeDecodeStep(ref::DecodeCase const& d, DecodeOut const& got) {
+std::string judgeDecodeStep(ref::DecodeCase const& d, DecodeOut const& got, bool hardened) {
     std::string m = judgeDecodeQ(d, got);
     if (m.empty())
         m = judgeDecodeLogits(d, got);
     if (m.empty())
-        m = judgeDecodeRest(d, got);
+        m = judgeDecodeRest(d, got, hardened);
     return m;
 }
 

@@ -45,11 +45,13 @@ std::string judgePrefillRows(ref::PrefillCase const& c, PrefillOut const& got, s
 std::string judgePrefillPool(ref::PrefillCase const& c, PrefillOut const& got);
 // One decode step (readStages): E1 (B1 q, the completed block's V-tail), E2 (logits), E4 and E5 (K4 row,
 // invalid rows, pool cells, split counters).
-std::string judgeDecodeStep(ref::DecodeCase const& d, DecodeOut const& got);
+// hardened: section 8's hardened reading of the pool (a block completed over an unusable K-tail is written
+// from +0.0 reads); at core such a V-tail may or may not be written and is not judged.
+std::string judgeDecodeStep(ref::DecodeCase const& d, DecodeOut const& got, bool hardened);
 // Its parts: B1's q (E1); B2's logits (E2); the rest (completed block's V-tail E1, E4, E5).
 std::string judgeDecodeQ(ref::DecodeCase const& d, DecodeOut const& got);
 std::string judgeDecodeLogits(ref::DecodeCase const& d, DecodeOut const& got);
-std::string judgeDecodeRest(ref::DecodeCase const& d, DecodeOut const& got);
+std::string judgeDecodeRest(ref::DecodeCase const& d, DecodeOut const& got, bool hardened);
 
 // Logit bounds of prefill row (b, t) from the implementation's own qNormed / kbar slots.
 std::vector<ref::fast::LogitBound> prefillRowBounds(ref::PrefillCase const& c, PrefillOut const& got, int32_t b,
