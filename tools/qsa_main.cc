@@ -4,6 +4,7 @@
 //   bazel run //tools:qsa -- replay --impl=reference DIR...
 //   bazel run //tools:qsa -- show DIR
 //   bazel run //tools:qsa -- explain DIR --row b,t [--actual OUT]   (decode: --row b)
+//   bazel run //tools:qsa -- corpus --count N --seed S [--regions r1,r2] [--dtype half|bf16|both] OUT
 // //tools:qsa_gpu is the same tool with --impl=gpu available. Exit status: 0 all good, 1 a mismatch or
 // an invalid fixture, 2 a usage error.
 #include <CLI/CLI.hpp>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <sstream>
 #include <tuple>
@@ -22,6 +24,9 @@
 #include "fixtures/impl.h"
 #include "fixtures/npy.h"
 #include "fixtures/replay.h"
+#ifdef QSA_CORPUS
+#include "properties/corpus.h"
+#endif
 
 namespace {
 
@@ -263,6 +268,17 @@ int cmdExplain(std::string const& dir, std::string const& rowSpec, std::string c
     return std::equal(want.begin(), want.end(), act) ? 0 : 1;
 }
 
+#ifdef QSA_CORPUS
+int cmdCorpus(qsa::prop::corpus::Options const& o, std::string const& out) {
+    auto const r = qsa::prop::corpus::writeCorpus(userPath(out), o);
+    std::cout << "wrote " << r.entries.size() << " fixtures (" << r.draws << " draws) to " << out << ": "
+              << r.totalBytes << " bytes (" << std::fixed << std::setprecision(1) << double(r.totalBytes) / 1048576.0
+              << " MiB), generator " << qsa::prop::corpus::generatorVersion() << "\n"
+              << qsa::prop::corpus::coverageLine(r, o.seed) << "\n";
+    return 0;
+}
+#endif
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -305,6 +321,25 @@ int main(int argc, char** argv) {
     explain->add_option("--window", explainWindow, "ranks listed at the top and on each side of the threshold")
         ->check(CLI::NonNegativeNumber);
 
+#ifdef QSA_CORPUS
+    qsa::prop::corpus::Options corpusOpt;
+    std::string corpusOut, corpusRegions;
+    double corpusMaxMb = double(corpusOpt.maxFixtureBytes) / 1048576.0;
+    auto* corpus = app.add_subcommand("corpus", "write N fixtures drawn by the properties' generators, expected "
+                                                "outputs from the CPU reference, and OUT/manifest.json");
+    corpus->add_option("--count", corpusOpt.count, "number of fixtures")->required()->check(CLI::PositiveNumber);
+    corpus->add_option("--seed", corpusOpt.seed, "the corpus seed (same seed, same bytes)")->required();
+    corpus->add_option("--regions", corpusRegions,
+                       "comma list: keep only fixtures hitting one of these regions (and draw only the recipes "
+                       "that can reach one)");
+    corpus->add_option("--dtype", corpusOpt.dtype, "half, bf16 or both")
+        ->check(CLI::IsMember({"half", "bf16", "both"}));
+    corpus
+        ->add_option("--max-fixture-mb", corpusMaxMb,
+                     "redraw fixtures larger than this (MiB; the nVis > 512 decode recipe: at least 4)")
+        ->check(CLI::PositiveNumber);
+    corpus->add_option("out", corpusOut, "output directory (new)")->required();
+#endif
     try {
         app.parse(argc, argv);
         if (*explain && explainRowSpec.empty() && explainActual.empty())
@@ -324,6 +359,16 @@ int main(int argc, char** argv) {
             return cmdShow(showDir);
         if (*explain)
             return cmdExplain(explainDir, explainRowSpec, explainActual, explainWindow);
+#ifdef QSA_CORPUS
+        if (*corpus) {
+            std::stringstream ss(corpusRegions);
+            for (std::string r; std::getline(ss, r, ',');)
+                if (!r.empty())
+                    corpusOpt.regions.push_back(r);
+            corpusOpt.maxFixtureBytes = uint64_t(corpusMaxMb * 1048576.0);
+            return cmdCorpus(corpusOpt, corpusOut);
+        }
+#endif
     } catch (CLI::ParseError const& e) {
         int rc = app.exit(e);
         return rc == 0 ? 0 : 2;
