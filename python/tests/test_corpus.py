@@ -72,6 +72,17 @@ def test_manifest_matches_fixtures(small):
     assert f"wrote {COUNT} fixtures" in out
 
 
+def test_python_writer_gives_the_cpp_bytes(small, tmp_path):
+    """The optional `regions` key through the Python reader and writer: every fixture rewritten byte for byte."""
+    from qsa_fixture import read_fixture, write_fixture
+    d, _ = small
+    for e in json.loads((d / "manifest.json").read_text())["fixtures"]:
+        f = read_fixture(str(d / e["name"]))
+        assert f.regions == e["regions"]
+        write_fixture(str(tmp_path / e["name"]), f)
+        assert files(tmp_path / e["name"]) == files(d / e["name"]), e["name"]
+
+
 def test_cpp_reference_replay_passes(small):
     d, _ = small
     dirs = sorted(str(p) for p in d.iterdir() if p.is_dir())
