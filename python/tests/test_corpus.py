@@ -83,12 +83,19 @@ def test_python_writer_gives_the_cpp_bytes(small, tmp_path):
         assert files(tmp_path / e["name"]) == files(d / e["name"]), e["name"]
 
 
-def test_cpp_reference_replay_passes(small):
-    d, _ = small
+def test_cpp_reference_replay_passes_with_the_same_coverage_line(small):
+    d, out = small
     dirs = sorted(str(p) for p in d.iterdir() if p.is_dir())
     p = subprocess.run([qsa_bin(), "replay", "--quiet", *dirs], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"{COUNT} of {COUNT} fixtures pass (impl=reference)" in p.stdout
+    # The corpus directory itself: the same fixtures in the manifest's order, then the coverage line.
+    c = subprocess.run([qsa_bin(), "replay", "--quiet", str(d)], capture_output=True, text=True, timeout=600)
+    assert c.returncode == 0, c.stdout + c.stderr
+    lines = c.stdout.splitlines()
+    assert lines[-1] == [line for line in out.splitlines() if line.startswith("QSA_COVERAGE")][0]
+    assert lines[-2] == f"{COUNT} of {COUNT} fixtures pass (impl=reference)"
+    assert [line.split()[1] for line in lines if line.startswith("PASS ")] == dirs
 
 
 def test_numpy_replay_passes_with_the_same_coverage_line(small):
@@ -105,16 +112,18 @@ def test_numpy_replay_passes_with_the_same_coverage_line(small):
 def test_tampered_manifest_fails_the_coverage_check(small, tmp_path):
     d, _ = small
     m = json.loads((d / "manifest.json").read_text())
-    m["coverage"]["regions"][0]["hits"] += 1  # nvis_gt_512 claimed once more than the fixtures say
-    m["fixtures"] = m["fixtures"][:1]
+    m["fixtures"] = m["fixtures"][:1]  # a one-fixture corpus, its coverage right but for nvis_gt_512 (+1)
     m["coverage"]["cases"] = 1
+    for r in m["coverage"]["regions"]:
+        r["hits"] = int(r["region"] in m["fixtures"][0]["regions"]) + (r["region"] == "nvis_gt_512")
     t = tmp_path / "t"
     t.mkdir()
     (t / m["fixtures"][0]["name"]).symlink_to(d / m["fixtures"][0]["name"])
     (t / "manifest.json").write_text(json.dumps(m))
-    p = py_replay(t)
-    assert p.returncode == 1, p.stdout
-    assert "check=FAIL(manifest:nvis_gt_512" in p.stdout
+    for p in (py_replay(t), subprocess.run([qsa_bin(), "replay", "--quiet", str(t)], capture_output=True, text=True,
+                                           timeout=600)):
+        assert p.returncode == 1, p.stdout
+        assert p.stdout.splitlines()[-1].endswith("floors=none check=FAIL(manifest:nvis_gt_512)"), p.stdout
 
 
 def test_regions_restrict(tmp_path):
