@@ -1,18 +1,22 @@
 // qsa: run, diff and replay fixtures of format qsa-fixture/1 (fixtures/README.md).
 //   bazel run //tools:qsa -- run --impl=reference DIR --out OUTDIR
 //   bazel run //tools:qsa -- diff A B            (output dirs or fixture dirs: a fixture contributes its expected_*)
-//   bazel run //tools:qsa -- replay --impl=reference DIR...
+//   bazel run //tools:qsa -- replay --impl=reference DIR...   (a corpus DIR: its fixtures, then its coverage line)
 //   bazel run //tools:qsa -- show DIR
 //   bazel run //tools:qsa -- explain DIR --row b,t [--actual OUT]   (decode: --row b)
+//   bazel run //tools:qsa -- corpus --count N --seed S [--regions r1,r2] [--dtype half|bf16|both] OUT
 // //tools:qsa_gpu is the same tool with --impl=gpu available. Exit status: 0 all good, 1 a mismatch or
 // an invalid fixture, 2 a usage error.
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <tuple>
 #include <utility>
@@ -22,6 +26,9 @@
 #include "fixtures/impl.h"
 #include "fixtures/npy.h"
 #include "fixtures/replay.h"
+#ifdef QSA_CORPUS
+#include "properties/corpus.h"
+#endif
 
 namespace {
 
@@ -142,8 +149,63 @@ int cmdDiff(std::string const& a, std::string const& b) {
     return same ? 0 : 1;
 }
 
-int cmdReplay(std::string const& impl, std::vector<std::string> const& dirs, bool verbose) {
+// A corpus directory (`qsa corpus`: manifest.json, no case.json) stands for its fixtures, in the manifest's order.
+struct Corpus {
+    nlohmann::json manifest;
+    std::vector<std::string> dirs;
+};
+
+std::vector<std::string> expandCorpora(std::vector<std::string> const& dirs, std::vector<Corpus>* corpora) {
+    std::vector<std::string> out;
+    for (std::string const& d : dirs) {
+        fs::path const m = fs::path(userPath(d)) / "manifest.json";
+        if (!fs::exists(m) || fs::exists(fs::path(userPath(d)) / "case.json")) {
+            out.push_back(d);
+            continue;
+        }
+        Corpus c;
+        c.manifest = nlohmann::json::parse(readFile(m));
+        for (auto const& e : c.manifest.at("fixtures"))
+            c.dirs.push_back((fs::path(d) / e.at("name").get<std::string>()).string());
+        out.insert(out.end(), c.dirs.begin(), c.dirs.end());
+        corpora->push_back(std::move(c));
+    }
+    return out;
+}
+
+// properties/coverage.h's QSA_COVERAGE line over the replayed fixtures of one corpus (hits from each fixture's
+// case.json regions, in the manifest's region order), as python/qsa_fixture/__main__.py prints it; false when
+// the counts disagree with the manifest's coverage.
+bool printCoverage(Corpus const& c, std::map<std::string, std::vector<std::string>> const& regions) {
+    int64_t n = 0;
+    std::map<std::string, int64_t> hits;
+    for (std::string const& d : c.dirs) {
+        auto it = regions.find(d);
+        if (it == regions.end())
+            continue;
+        ++n;
+        for (std::string const& r : it->second)
+            ++hits[r];
+    }
+    std::string wrong = c.manifest.at("coverage").at("cases").get<int64_t>() == n ? "" : "cases";
+    std::ostringstream os;
+    os << "QSA_COVERAGE Corpus.seed_" << c.manifest.at("seed").get<uint64_t>() << " cases=" << n;
+    for (auto const& r : c.manifest.at("coverage").at("regions")) {
+        std::string const name = r.at("region").get<std::string>();
+        os << " " << name << "=" << hits[name] << "/" << n;
+        if (r.at("hits").get<int64_t>() != hits[name])
+            wrong += (wrong.empty() ? "" : ",") + name;
+    }
+    os << " floors=none check=" << (wrong.empty() ? "pass" : "FAIL(manifest:" + wrong + ")");
+    std::cout << os.str() << "\n";
+    return wrong.empty();
+}
+
+int cmdReplay(std::string const& impl, std::vector<std::string> const& given, bool verbose) {
     Impl fn = implByName(impl);
+    std::vector<Corpus> corpora;
+    std::vector<std::string> const dirs = expandCorpora(given, &corpora);
+    std::map<std::string, std::vector<std::string>> regions; // fixture dir -> case.json regions (fixtures read)
     // What is judged: QSA_LEVELS / QSA_PROFILE (contract section 8; README "Levels and profiles").
     qsa::checks::Selection const sel = qsa::checks::selectionFromEnv();
     int bad = 0, notJudged = 0, unjudgedChecks = 0;
@@ -156,6 +218,7 @@ int cmdReplay(std::string const& impl, std::vector<std::string> const& dirs, boo
             ++bad;
             continue;
         }
+        regions[d] = f.regions.value_or(std::vector<std::string>{});
         ReplayResult r = replay(f, fn, sel);
         if (!r.anyJudged) {
             ++notJudged;
@@ -178,6 +241,8 @@ int cmdReplay(std::string const& impl, std::vector<std::string> const& dirs, boo
         std::cout << "; " << notJudged << " fixtures and " << unjudgedChecks << " checks not judged (" << sel.describe()
                   << ")";
     std::cout << "\n";
+    for (Corpus const& c : corpora)
+        bad += !printCoverage(c, regions);
     return bad ? 1 : 0;
 }
 
@@ -263,6 +328,17 @@ int cmdExplain(std::string const& dir, std::string const& rowSpec, std::string c
     return std::equal(want.begin(), want.end(), act) ? 0 : 1;
 }
 
+#ifdef QSA_CORPUS
+int cmdCorpus(qsa::prop::corpus::Options const& o, std::string const& out) {
+    auto const r = qsa::prop::corpus::writeCorpus(userPath(out), o);
+    std::cout << "wrote " << r.entries.size() << " fixtures (" << r.draws << " draws) to " << out << ": "
+              << r.totalBytes << " bytes (" << std::fixed << std::setprecision(1) << double(r.totalBytes) / 1048576.0
+              << " MiB), generator " << qsa::prop::corpus::generatorVersion() << "\n"
+              << qsa::prop::corpus::coverageLine(r, o.seed) << "\n";
+    return 0;
+}
+#endif
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -285,7 +361,7 @@ int main(int argc, char** argv) {
     bool verbose = true;
     auto* rep = app.add_subcommand("replay", "replay fixture directories; one line per fixture");
     rep->add_option("--impl", replayImpl, "reference or gpu")->check(CLI::IsMember({"reference", "gpu"}));
-    rep->add_option("dirs", replayDirs, "fixture directories")->required();
+    rep->add_option("dirs", replayDirs, "fixture directories, or corpus directories (manifest.json)")->required();
     rep->add_flag("!--quiet", verbose, "only the one-line results, no mismatch reports");
 
     std::string showDir;
@@ -305,6 +381,25 @@ int main(int argc, char** argv) {
     explain->add_option("--window", explainWindow, "ranks listed at the top and on each side of the threshold")
         ->check(CLI::NonNegativeNumber);
 
+#ifdef QSA_CORPUS
+    qsa::prop::corpus::Options corpusOpt;
+    std::string corpusOut, corpusRegions;
+    double corpusMaxMb = double(corpusOpt.maxFixtureBytes) / 1048576.0;
+    auto* corpus = app.add_subcommand("corpus", "write N fixtures drawn by the properties' generators, expected "
+                                                "outputs from the CPU reference, and OUT/manifest.json");
+    corpus->add_option("--count", corpusOpt.count, "number of fixtures")->required()->check(CLI::PositiveNumber);
+    corpus->add_option("--seed", corpusOpt.seed, "the corpus seed (same seed, same bytes)")->required();
+    corpus->add_option("--regions", corpusRegions,
+                       "comma list: keep only fixtures hitting one of these regions (and draw only the recipes "
+                       "that can reach one)");
+    corpus->add_option("--dtype", corpusOpt.dtype, "half, bf16 or both")
+        ->check(CLI::IsMember({"half", "bf16", "both"}));
+    corpus
+        ->add_option("--max-fixture-mb", corpusMaxMb,
+                     "redraw fixtures larger than this (MiB; the nVis > 512 decode recipe: at least 4)")
+        ->check(CLI::PositiveNumber);
+    corpus->add_option("out", corpusOut, "output directory (new)")->required();
+#endif
     try {
         app.parse(argc, argv);
         if (*explain && explainRowSpec.empty() && explainActual.empty())
@@ -324,6 +419,16 @@ int main(int argc, char** argv) {
             return cmdShow(showDir);
         if (*explain)
             return cmdExplain(explainDir, explainRowSpec, explainActual, explainWindow);
+#ifdef QSA_CORPUS
+        if (*corpus) {
+            std::stringstream ss(corpusRegions);
+            for (std::string r; std::getline(ss, r, ',');)
+                if (!r.empty())
+                    corpusOpt.regions.push_back(r);
+            corpusOpt.maxFixtureBytes = uint64_t(corpusMaxMb * 1048576.0);
+            return cmdCorpus(corpusOpt, corpusOut);
+        }
+#endif
     } catch (CLI::ParseError const& e) {
         int rc = app.exit(e);
         return rc == 0 ? 0 : 2;

@@ -4,6 +4,7 @@ expected_*). Exit status: 0 all good, 1 a mismatch or an invalid fixture, 2 a us
 """
 import argparse
 import importlib
+import json
 import os
 import sys
 
@@ -45,9 +46,43 @@ def cmd_show(d):
     return 0
 
 
+def expand_corpora(dirs):
+    """A corpus directory (`qsa corpus`: manifest.json, no case.json) stands for its fixtures, in the
+    manifest's order. Returns the fixture dirs and [(corpus dir, manifest, its fixture dirs)]."""
+    out, corpora = [], []
+    for d in dirs:
+        m = os.path.join(d, "manifest.json")
+        if os.path.isfile(m) and not os.path.exists(os.path.join(d, "case.json")):
+            with open(m, "rb") as fh:
+                man = json.loads(fh.read())
+            names = [os.path.join(d, e["name"]) for e in man["fixtures"]]
+            corpora.append((d, man, names))
+            out += names
+        else:
+            out.append(d)
+    return out, corpora
+
+
+def coverage_line(man, regions_of):
+    """properties/coverage.h's QSA_COVERAGE line over the replayed fixtures of one corpus: hits per region
+    (the manifest's region order) from each fixture's case.json `regions`. A corpus has no floors; check=pass
+    when the counts equal the manifest's coverage, else check=FAIL(manifest:<region>,...)."""
+    n = len(regions_of)
+    names = [r["region"] for r in man["coverage"]["regions"]]
+    hits = {r: sum(r in (g or ()) for g in regions_of) for r in names}
+    wrong = [r["region"] for r in man["coverage"]["regions"] if r["hits"] != hits[r["region"]]]
+    if man["coverage"]["cases"] != n:
+        wrong.insert(0, "cases")
+    check = "pass" if not wrong else "FAIL(manifest:" + ",".join(wrong) + ")"
+    return (f"QSA_COVERAGE Corpus.seed_{man['seed']} cases={n}" + "".join(f" {r}={hits[r]}/{n}" for r in names)
+            + f" floors=none check={check}"), not wrong
+
+
 def cmd_replay(impl_spec, dirs, verbose, timeout=None):
     impl = load_impl(impl_spec)
     sel = selection_from_env()  # what is judged: QSA_LEVELS / QSA_PROFILE (contract section 8)
+    dirs, corpora = expand_corpora(dirs)
+    regions = {}  # fixture dir -> its case.json regions (the fixtures that read)
     bad = not_judged = unjudged_checks = 0
     for d in dirs:
         try:
@@ -56,6 +91,7 @@ def cmd_replay(impl_spec, dirs, verbose, timeout=None):
             print(f"INVALID {d}: {e}")
             bad += 1
             continue
+        regions[d] = f.regions
         r = replay(f, impl, sel, timeout)
         if not r.any_judged:
             not_judged += 1
@@ -72,6 +108,10 @@ def cmd_replay(impl_spec, dirs, verbose, timeout=None):
     tail = f"; {not_judged} fixtures and {unjudged_checks} checks not judged ({sel.describe()})" \
         if not_judged or unjudged_checks else ""
     print(f"{len(dirs) - bad - not_judged} of {len(dirs)} fixtures pass (impl={impl_spec}){tail}")
+    for _, man, names in corpora:
+        line, ok = coverage_line(man, [regions[n] for n in names if n in regions])
+        print(line)
+        bad += not ok
     return 1 if bad else 0
 
 
@@ -156,7 +196,7 @@ def main(argv=None):
     r.add_argument("--quiet", action="store_true", help="only the one-line results")
     r.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="a call that does not return in time fails the fixture (check Fixture.Api)")
-    r.add_argument("dirs", nargs="+")
+    r.add_argument("dirs", nargs="+", help="fixture directories, or corpus directories (manifest.json)")
     u = sub.add_parser("run", help="run a callable on a fixture, write its outputs as .npy")
     u.add_argument("--impl", default=DEFAULT_IMPL)
     u.add_argument("dir")

@@ -4,7 +4,7 @@ rules"): the same directory is accepted or rejected by both, naming the same fil
 """
 import os
 from dataclasses import dataclass, field as dc_field
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -17,7 +17,8 @@ QK_WIDTH, INDEX_WIDTH, ROPE_COLS, HEAD_DIM, NUM_HEADS, TOKENS_PER_PAGE = 640, 20
 I32_MAX = 2147483647
 POOL_KEYS = ("num_pages", "max_pages_per_seq", "num_kv_heads", "pool_head_dim", "head_size")
 TOP_KEYS = ("schema", "description", "pipeline", "dtype", "batch_size", "seq_len", "max_blocks",
-            "rms_eps_bits", "pool", "split_counters", "contract", "seed", "provenance")
+            "rms_eps_bits", "pool", "split_counters", "contract", "seed", "provenance", "regions")
+REGION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_<>")
 FORMAT_FILES = ("case.json", "index_qk.npy", "cos_sin.npy", "context_lengths.npy", "w_q.npy", "w_k.npy",
                 "page_table.npy", "pool.npy", "split_counters.npy", "expected_out_idx.npy",
                 "expected_pool.npy", "expected_split_counters.npy", "expected_q_normed.npy",
@@ -42,6 +43,7 @@ class Fixture:
     contract: Optional[str] = None
     seed: Optional[int] = None
     provenance: Optional[str] = None
+    regions: Optional[List[str]] = None  # property regions the case reaches (`qsa corpus` writes them)
     inputs: Dict[str, np.ndarray] = dc_field(default_factory=dict)
     expected: Dict[str, np.ndarray] = dc_field(default_factory=dict)
 
@@ -166,9 +168,23 @@ def parse_case_json(data, file="case.json"):
         if not isinstance(s, strict_json.Unsigned):
             r.fail("seed", "must be a non-negative integer, got " + strict_json.dump(s))
         seed = int(s)
+    regions = None
+    if "regions" in j:  # optional (fixtures/README.md): region names as coverage.h spells them, each once
+        v = j["regions"]
+        if not isinstance(v, list):
+            r.fail("regions", "must be an array of strings, got " + strict_json.type_name(v))
+        regions = []
+        for i, n in enumerate(v):
+            if not isinstance(n, str):
+                r.fail(f"regions[{i}]", "must be a string, got " + strict_json.type_name(n))
+            if not n or any(c not in REGION_CHARS for c in n):
+                r.fail(f"regions[{i}]", f'region name "{n}" is not [a-z0-9_<>]+')
+            if n in regions:
+                r.fail(f"regions[{i}]", f'region "{n}" listed twice')
+            regions.append(n)
     return Fixture(description=description, pipeline=pipeline, dtype=dtype, batch_size=batch_size,
                    seq_len=seq_len, rms_eps_bits=int(eps, 16), pool=pool_dims, max_blocks=max_blocks,
-                   split_counters=split, contract=contract, seed=seed, provenance=provenance)
+                   split_counters=split, contract=contract, seed=seed, provenance=provenance, regions=regions)
 
 
 def case_json_text(f):
@@ -176,7 +192,7 @@ def case_json_text(f):
     j = {"schema": SCHEMA, "description": f.description, "pipeline": f.pipeline, "dtype": f.dtype,
          "batch_size": f.batch_size, "seq_len": f.seq_len, "rms_eps_bits": "%08x" % f.rms_eps_bits,
          "pool": None if f.pool is None else {k: f.pool[k] for k in POOL_KEYS}}
-    for k in ("max_blocks", "split_counters", "contract", "seed", "provenance"):  # the optional keys
+    for k in ("max_blocks", "split_counters", "contract", "seed", "provenance", "regions"):  # the optional keys
         if getattr(f, k) is not None:
             j[k] = getattr(f, k)
     import json
