@@ -20,6 +20,14 @@
 //  15 decode stages    B1: the q sum of squares' fma chain over x[4l+3] .. x[4l] (kernel mutant 31)
 //  16 differential     K1b: the block sum as (k0 + k1) + (k2 + k3) (kernel mutant 8)
 // (10-13 change no outIdx and no pool cell: only the workspace read-back of section 6 sees them.)
+// Semantic plants that profile `fast` must catch (CONTRACT.md section 9: numerics bugs prefill and decode
+// share), compiled into //oracle:oracle_fast as oracle_fast_plant<n> (plant_tests.bzl FAST_PLANTS); 17-19 live
+// in fast.cc (the fast arithmetic only), 20-21 in the pipelines (any copy):
+//  17 fast differential normRope (K1a, K1b, B1): gamma used as the gain, w in place of 1 + w
+//  18 fast differential normRope (K1a, K1b, B1): the rope's sin with its sign flipped
+//  19 fast differential K2 / B2: q head 3 dropped (read as zeros)
+//  20 fast differential K1b and B1's block completion: the kbar rope at position 4g + 3 instead of 4g
+//  21 fast differential decode B2: blocks 4g >= 128 read the V-tail of token 4g - 128 (the wrong page)
 #pragma once
 
 #ifndef QSA_PLANT
@@ -30,7 +38,7 @@ namespace qsa {
 namespace oracle {
 
 constexpr int kPlant = QSA_PLANT;
-static_assert(kPlant >= 0 && kPlant <= 16, "QSA_PLANT: 0 (none) or a plant of oracle/plants.h");
+static_assert(kPlant >= 0 && kPlant <= 21, "QSA_PLANT: 0 (none) or a plant of oracle/plants.h");
 
 } // namespace oracle
 } // namespace qsa
