@@ -31,12 +31,13 @@ void line(std::string const& name, std::vector<T> const& v) {
 
 int main() {
     using namespace qsa::prop;
-    // One sequence of 262 tokens (3 pages, nVis 65: blocks past token 128 on the second and third page), then 6
-    // decode steps to 268 (a block completes at ctx 264 and 268, the B1 block completion included), real rope.
+    // Four sequences, the first of 262 tokens (3 pages, nVis 65: blocks past token 128 on the second and third
+    // page), then 8 decode steps (B1 block completions included; 32 decode rows, so that B1's T-rounded output
+    // shows the fast arithmetic: its differences are ~2^-21 relative, a half ulp is 2^-11), real rope.
     DecodeChainSpec spec;
-    spec.B = 1;
-    spec.L = {262};
-    spec.steps = 6;
+    spec.B = 4;
+    spec.L = {262, 133, 57, 4};
+    spec.steps = 8;
     spec.act.seed = 7;
     spec.pool.seed = 11;
     Chain ch = makeChain(spec);
@@ -56,7 +57,10 @@ int main() {
         DecodeOut const got = runImplDecode(d, o);
         q.insert(q.end(), got.qNormed.begin(), got.qNormed.end());
         // B2's valid prefix only (the rest of the slot is unspecified).
-        logits.insert(logits.end(), got.logits.begin(), got.logits.begin() + d.contextLengths[0] / 4);
+        for (int32_t b = 0; b < d.batchSize; ++b) {
+            auto const row = got.logits.begin() + int64_t(b) * d.maxBlocks;
+            logits.insert(logits.end(), row, row + d.contextLengths[b] / 4);
+        }
         outIdx.insert(outIdx.end(), got.outIdx.begin(), got.outIdx.end());
         pool = got.pool;
     }
