@@ -109,7 +109,8 @@ void b2Scores(DecodeIo const& io, DecodeSlots const& ws) {
             float kbar[kDim];
             for (int d = 0; d < kDim; ++d)
                 kbar[d] = fromT(io.act, bits[d]);
-            ws.logits[int64_t(b) * io.maxBlocks + g] = kFast ? fast::logit(q, kbar, fast::Flavor::kDecode) : logit(q, kbar);
+            ws.logits[int64_t(b) * io.maxBlocks + g] =
+                kFast ? fast::logit(q, kbar, fast::Flavor::kDecode) : logit(q, kbar);
         }
     }
 }

@@ -16,7 +16,7 @@ namespace fast {
 namespace {
 
 // F1: an in-place pairwise (tree) sum of n = 2^k values: p[i] += p[i + n/2], ..., answer p[0]; F5 per addition.
-inline float pairwiseSum(float* p, int n, Flavor f) {
+__attribute__((always_inline)) inline float pairwiseSum(float* p, int n, Flavor f) {
     for (int half = n / 2; half >= 1; half /= 2) {
         for (int i = 0; i < half; ++i)
             p[i] = ftz(p[i] + p[i + half], f);
@@ -42,7 +42,7 @@ float sumOfSquares(float const x[kDim], Flavor f) {
 // One head's dot product q . kbar (F1; the lane chains and the butterfly of section 4 replaced altogether):
 // prefill as 8 fma chains, chain j over d = 120 + j, 112 + j, ..., j (from the top down), then the 8 chains
 // pairwise; decode as a pairwise tree of the 128 rounded products (nothing contracted).
-inline float dot(float const* q, float const* k, Flavor f) {
+__attribute__((always_inline)) inline float dot(float const* q, float const* k, Flavor f) {
     if (f == Flavor::kPrefill) {
         float acc[8] = {};
         for (int d0 = kDim - 8; d0 >= 0; d0 -= 8) {
@@ -81,8 +81,8 @@ float rsqrtAtEdge(float v, int side) {
 float blockMean(float k0, float k1, float k2, float k3, Flavor f) {
     k0 = ftz(k0, f), k1 = ftz(k1, f), k2 = ftz(k2, f), k3 = ftz(k3, f);
     // F1: prefill pairwise (k0 + k1) + (k2 + k3), decode the other way round ((k3 + k2) + k1) + k0.
-    float const sum = f == Flavor::kPrefill ? ftz(ftz(k0 + k1, f) + ftz(k2 + k3, f), f)
-                                            : ftz(ftz(ftz(k3 + k2, f) + k1, f) + k0, f);
+    float const sum =
+        f == Flavor::kPrefill ? ftz(ftz(k0 + k1, f) + ftz(k2 + k3, f), f) : ftz(ftz(ftz(k3 + k2, f) + k1, f) + k0, f);
     return ftz(sum * 0.25f, f); // the product by 0.25f stays; only a subnormal result is flushed (F5)
 }
 
@@ -131,28 +131,38 @@ void normRope(Act a, float const xIn[kDim], float const wIn[kDim], float const* 
         out[d] = toT(a, o[d]);
 }
 
-// As logit() of scalar.cc, an x86-64-v3 clone besides the default (fma an instruction, loops in vector
-// registers): the same source, the same roundings (-ffp-contract=off holds, nothing reassociated by the compiler).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("arch=x86-64-v3", "default")))
-#endif
-float logit(float const qIn[kHeads * kDim], float const kIn[kDim], Flavor f) {
+namespace {
+
+// logit() for one flavor, a compile-time constant so that the flush and the loops specialize and vectorize.
+template <Flavor F>
+__attribute__((always_inline)) inline float logitOf(float const qIn[kHeads * kDim], float const kIn[kDim]) {
     float q[kHeads * kDim], k[kDim];
     for (int e = 0; e < kHeads * kDim; ++e)
-        q[e] = ftz(qIn[e], f);
+        q[e] = ftz(qIn[e], F);
     for (int d = 0; d < kDim; ++d)
-        k[d] = ftz(kIn[d], f);
+        k[d] = ftz(kIn[d], F);
     if (kPlant == 19) { // Plant 19: q head 3 dropped (read as zeros)
         for (int d = 0; d < kDim; ++d)
             q[3 * kDim + d] = 0.0f;
     }
     float r[kHeads];
     for (int h = 0; h < kHeads; ++h)
-        r[h] = relu(dot(q + h * kDim, k, f)); // relu as section 4: +0.0 for NaN, -0.0 and negatives
+        r[h] = relu(dot(q + h * kDim, k, F)); // relu as section 4: +0.0 for NaN, -0.0 and negatives
     // The head sum (F1): prefill in the order 3, 2, 1, 0; decode pairwise (r0 + r1) + (r2 + r3).
-    float const acc = f == Flavor::kPrefill ? ftz(ftz(ftz(r[3] + r[2], f) + r[1], f) + r[0], f)
-                                            : ftz(ftz(r[0] + r[1], f) + ftz(r[2] + r[3], f), f);
-    return ftz(acc * floatOf(0x3DB504F3u), f);
+    float const acc = F == Flavor::kPrefill ? ftz(ftz(ftz(r[3] + r[2], F) + r[1], F) + r[0], F)
+                                            : ftz(ftz(r[0] + r[1], F) + ftz(r[2] + r[3], F), F);
+    return ftz(acc * floatOf(0x3DB504F3u), F);
+}
+
+} // namespace
+
+// As logit() of scalar.cc, an x86-64-v3 clone besides the default (fma an instruction, loops in vector
+// registers): the same source, the same roundings (-ffp-contract=off holds, nothing reassociated by the compiler).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+float logit(float const q[kHeads * kDim], float const kbar[kDim], Flavor f) {
+    return f == Flavor::kPrefill ? logitOf<Flavor::kPrefill>(q, kbar) : logitOf<Flavor::kDecode>(q, kbar);
 }
 
 } // namespace fast

@@ -70,7 +70,6 @@ PLANTS = [
     struct(plant = 16, binary = "differential_test", filter = "Differential.PrefillMatchesReference", expect = [_slot_differs("K1b", "kbar")]),
 ]
 
-
 # The profile `fast` checks that must catch each semantic plant of contract section 9 (plants.h 17-21), run under
 # QSA_PROFILE=fast against oracle_fast_plant<n>. Tagged manual (FAST_PLANT_TAGS) until those checks exist in
 # //properties (section 9.2, being written): then drop "manual" and each fast_plant<n>_test joins plant_tests.

@@ -1,7 +1,7 @@
 """qsa_property_test: one property source, compiled once as <name>_lib (also linked by //oracle's plant tests),
 linked into the CPU variant <name> (host harness, //oracle as the implementation: runs in CI), the CPU variant
 <name>_fast (host harness, //oracle:oracle_fast under QSA_PROFILE=fast: runs in CI) and the GPU variant
-<name>_gpu (tag gpu: device harness, whatever //api:impl points at). README "Two variants".
+<name>_gpu (tag gpu: device harness, whatever //api:impl points at). README "Three variants".
 """
 
 load("//bazel:cc.bzl", "qsa_cc_test")
