@@ -39,17 +39,22 @@ float sumOfSquares(float const x[kDim], Flavor f) {
     return pairwiseSum(p, kDim, f);
 }
 
-// One head's dot product q . kbar (F1; the lane chains and the butterfly of section 4 replaced altogether):
-// prefill as 8 fma chains, chain j over d = 120 + j, 112 + j, ..., j (from the top down), then the 8 chains
-// pairwise; decode as a pairwise tree of the 128 rounded products (nothing contracted).
+// One head's dot product q . kbar (F1; section 4's lane chains and butterfly replaced): prefill as 32 fma chains,
+// chain l over d = l + 96, l + 64, l + 32, l (section 4's lane chains run backwards), then the 32 chains summed by
+// adjacent pairs (p[2i] + p[2i+1], not the butterfly's p[i] + p[i+16]); decode as a pairwise tree of the 128
+// rounded products (nothing contracted).
 __attribute__((always_inline)) inline float dot(float const* q, float const* k, Flavor f) {
     if (f == Flavor::kPrefill) {
-        float acc[8] = {};
-        for (int d0 = kDim - 8; d0 >= 0; d0 -= 8) {
-            for (int j = 0; j < 8; ++j)
-                acc[j] = ftz(std::fma(q[d0 + j], k[d0 + j], acc[j]), f);
+        float acc[kLanes] = {};
+        for (int i = 3; i >= 0; --i) {
+            for (int l = 0; l < kLanes; ++l)
+                acc[l] = ftz(std::fma(q[l + 32 * i], k[l + 32 * i], acc[l]), f);
         }
-        return pairwiseSum(acc, 8, f);
+        for (int n = kLanes / 2; n >= 1; n /= 2) {
+            for (int i = 0; i < n; ++i)
+                acc[i] = ftz(acc[2 * i] + acc[2 * i + 1], f);
+        }
+        return acc[0];
     }
     float p[kDim];
     for (int d = 0; d < kDim; ++d)
