@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "oracle/fast.h"
 #include "oracle/plants.h"
 #include "oracle/stages.h"
 
@@ -48,8 +49,12 @@ void b1Prep(DecodeIo const& io, DecodeSlots const& ws) {
             float x[kDim];
             for (int d = 0; d < kDim; ++d)
                 x[d] = fromT(io.act, qkRow(io, b)[kDim * h + d]);
-            // Plant 15: the q sum of squares' fma chain run from x[4l+3] (kernel mutant 31).
-            normRope(io.act, x, wq, io.cosSin + qPos * kCosSinWidth, io.rmsEps, q + h * kDim, kPlant == 15);
+            float const* row = io.cosSin + qPos * kCosSinWidth;
+            if constexpr (kFast) // section 9.1: decode's legal arithmetic (not prefill's), the rsqrt side by (pos, h)
+                fast::normRope(io.act, x, wq, row, io.rmsEps, q + h * kDim, fast::Flavor::kDecode,
+                               fast::rsqrtSide(qPos + h, fast::Flavor::kDecode));
+            else // Plant 15: the q sum of squares' fma chain run from x[4l+3] (kernel mutant 31).
+                normRope(io.act, x, wq, row, io.rmsEps, q + h * kDim, kPlant == 15);
         }
         uint16_t const* newK = qkRow(io, b) + kRawKCol;
         if (ctx % 4 != 0) {
@@ -72,10 +77,17 @@ void b1Prep(DecodeIo const& io, DecodeSlots const& ws) {
             float const k2 = fromT(io.act, k[2][d]);
             float const k3 = fromT(io.act, newK[d]);
             float const sum = ((k0 + k1) + k2) + k3;
-            m[d] = fromT(io.act, toT(io.act, sum * 0.25f));
+            float const mean = kFast ? fast::blockMean(k0, k1, k2, k3, fast::Flavor::kDecode) : sum * 0.25f;
+            m[d] = fromT(io.act, toT(io.act, mean));
         }
         uint16_t kbar[kDim];
-        normRope(io.act, m, wk, io.cosSin + 4 * g * kCosSinWidth, io.rmsEps, kbar);
+        int64_t const kPos = kPlant == 25 ? 4 * g + 3 : 4 * g; // Plant 25: the rope at 4g + 3 (K1b too)
+        float const* row = io.cosSin + kPos * kCosSinWidth;
+        if constexpr (kFast) // section 9.1: decode's legal arithmetic, the rsqrt side by g (the other one)
+            fast::normRope(io.act, m, wk, row, io.rmsEps, kbar, fast::Flavor::kDecode,
+                           fast::rsqrtSide(g, fast::Flavor::kDecode));
+        else
+            normRope(io.act, m, wk, row, io.rmsEps, kbar);
         writeTail(io.pool, b, Plane::kV, 4 * g, kbar);
     }
 }
@@ -95,11 +107,13 @@ void b2Scores(DecodeIo const& io, DecodeSlots const& ws) {
         int64_t const nVis = io.contextLengths[b] / 4;
         for (int64_t g = 0; g < nVis; ++g) {
             uint16_t bits[kDim];
-            readTail(io.pool, b, Plane::kV, 4 * g, bits);
+            // Plant 26: blocks of the second page on read the V-tail one page (128 tokens) earlier.
+            readTail(io.pool, b, Plane::kV, kPlant == 26 && 4 * g >= 128 ? 4 * g - 128 : 4 * g, bits);
             float kbar[kDim];
             for (int d = 0; d < kDim; ++d)
                 kbar[d] = fromT(io.act, bits[d]);
-            ws.logits[int64_t(b) * io.maxBlocks + g] = logit(q, kbar);
+            ws.logits[int64_t(b) * io.maxBlocks + g] =
+                kFast ? fast::logit(q, kbar, fast::Flavor::kDecode) : logit(q, kbar);
         }
     }
 }

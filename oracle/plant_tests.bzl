@@ -5,16 +5,22 @@ For each entry of PLANTS: a copy of the oracle built with -DQSA_PLANT=<plant>, t
 --gtest_filter=<filter>, fails and its output contains <expect>. A plant with pass_filter / pass_levels (a plant
 that is legal at those levels, contract section 8) also gets plant<n>_pass_test: the same binary, run with
 --gtest_filter=<pass_filter> and QSA_LEVELS=<pass_levels>, must PASS (expect_pass.sh).
+--gtest_filter=<filter>, fails and its output contains <expect>. FAST_PLANTS: the same on copies of
+//oracle:oracle_fast (-DQSA_ORACLE_FAST=1), run under QSA_PROFILE=fast; fast_plants_test shows today that each
+is compiled in and changes what its stage outputs.
 """
 
-# The stages with plant sites (compiled once more per plant, with -DQSA_PLANT=n) ...
+# The stages with plant sites (compiled once more per plant, with -DQSA_PLANT=n); fast.cc is the profile `fast`
+# arithmetic (CONTRACT.md section 9.1), called only when QSA_ORACLE_FAST=1 ...
 ORACLE_PLANTED_SRCS = [
     "api.cc",
     "decode.cc",
+    "fast.cc",
     "prefill.cc",
 ]
 
 ORACLE_PLANTED_HDRS = [
+    "fast.h",
     "plants.h",
     "stages.h",
 ]
@@ -70,52 +76,127 @@ PLANTS = [
     ], pass_filter = "PoolHygiene.*", pass_levels = "core"),
 ]
 
-def plant_tests(name = "plant_tests"):
-    """Declares oracle_plant<n>, plant<n>_<binary> and the expected-failure test plant<n>_test per PLANTS entry.
+# The profile `fast` checks that must catch each semantic plant of contract section 9 (plants.h 17-21), run under
+# QSA_PROFILE=fast against oracle_fast_plant<n>. Tagged manual (FAST_PLANT_TAGS) until those checks exist in
+# //properties (section 9.2, being written): then drop "manual" and each fast_plant<n>_test joins plant_tests.
+# changes: the fast_digest observable the plant must change (fast_plants_test, which runs today).
+FAST_PLANTS = [
+    struct(plant = 22, binary = "decode_stages_test", filter = "DecodeStages.B1QPrepWithinFastEnclosure", expect = ["QSA_CHECK_FAILED DecodeStages.B1QPrepWithinFastEnclosure"], changes = "decode.B1.qNormed"),
+    struct(plant = 23, binary = "differential_test", filter = "Differential.PrefillWithinFastEnclosure", expect = ["QSA_CHECK_FAILED Differential.PrefillWithinFastEnclosure"], changes = "prefill.K1a.qNormed"),
+    struct(plant = 24, binary = "decode_stages_test", filter = "DecodeStages.B2LogitsWithinFastEnclosure", expect = ["QSA_CHECK_FAILED DecodeStages.B2LogitsWithinFastEnclosure"], changes = "decode.B2.logits"),
+    struct(plant = 25, binary = "differential_test", filter = "Differential.PrefillWithinFastEnclosure", expect = ["QSA_CHECK_FAILED Differential.PrefillWithinFastEnclosure"], changes = "prefill.K1b.kbar"),
+    struct(plant = 26, binary = "differential_test", filter = "Differential.DecodeStepsWithinFastEnclosure", expect = ["QSA_CHECK_FAILED Differential.DecodeStepsWithinFastEnclosure"], changes = "decode.B2.logits"),
+]
+
+FAST_PLANT_TAGS = []
+
+def oracle_copy(name, plant = 0, fast = False, testonly = False):
+    """A copy of the oracle's planted stages: -DQSA_PLANT=plant, and the `fast` arithmetic when fast is set.
 
     Args:
-      name: the test_suite of every plant test.
+      name: the cc_library.
+      plant: the plants.h number compiled in (0: none).
+      fast: compile with -DQSA_ORACLE_FAST=1 (contract section 9.1's arithmetic, fast.h).
+      testonly: whether the copy is testonly (every planted copy is).
+    """
+    native.cc_library(
+        name = name,
+        testonly = testonly,
+        srcs = ORACLE_PLANTED_SRCS,
+        hdrs = ORACLE_PLANTED_HDRS,
+        copts = ORACLE_COPTS,
+        local_defines = ["QSA_PLANT=%d" % plant] + (["QSA_ORACLE_FAST=1"] if fast else []),
+        deps = [
+            ":oracle_core",
+            "//api:headers",
+        ],
+        alwayslink = True,  # defines the API the harness calls, whatever the static link order
+    )
+
+def _expect_failure_test(test, lib, p, env = None, tags = None):
+    """The property binary of p linked against lib, and the sh_test `test` passing only when it fails as p says."""
+    binary = test.replace("_test", "") + "_" + p.binary
+    native.cc_binary(
+        name = binary,
+        testonly = True,
+        linkstatic = True,
+        tags = tags,
+        deps = [
+            # do not sort: the property code before the backend and the implementation (as in //properties)
+            "//properties:%s_lib" % p.binary,
+            "@gtest//:gtest_main",
+            "//properties:harness_host",
+            ":" + lib,
+        ],
+    )
+    native.sh_test(
+        name = test,
+        size = "medium",
+        srcs = ["expect_failure.sh"],
+        args = [
+            "$(location :%s)" % binary,
+            p.filter,
+        ] + ["'%s'" % e for e in p.expect],
+        data = [":" + binary],
+        env = env,
+        tags = tags,
+    )
+
+def _fast_digest(name, lib):
+    native.cc_binary(
+        name = name,
+        testonly = True,
+        srcs = ["fast_digest.cc"],
+        copts = ORACLE_COPTS,
+        linkstatic = True,
+        deps = [
+            # do not sort: the property code before the backend and the implementation (as in //properties)
+            "//properties:prop_lib",
+            "//properties:harness_host",
+            lib,
+        ],
+    )
+
+def _fast_plants_test():
+    """fast_plants_test: oracle_fast differs from oracle, and each FAST_PLANTS copy from oracle_fast (fast_digest)."""
+    _fast_digest("fast_digest_ieee", ":oracle")
+    _fast_digest("fast_digest_fast", ":oracle_fast")
+    specs = []
+    data = [
+        ":fast_digest_fast",
+        ":fast_digest_ieee",
+    ]
+    for p in FAST_PLANTS:
+        binary = "fast_digest_plant%d" % p.plant
+        _fast_digest(binary, ":oracle_fast_plant%d" % p.plant)
+        specs.append("%d:$(location :%s):%s" % (p.plant, binary, p.changes))
+        data.append(":" + binary)
+    native.sh_test(
+        name = "fast_plants_test",
+        size = "medium",
+        srcs = ["fast_plants_test.sh"],
+        args = [
+            "$(location :fast_digest_ieee)",
+            "$(location :fast_digest_fast)",
+        ] + specs,
+        data = data,
+    )
+
+def plant_tests(name = "plant_tests"):
+    """Declares the plant copies of the oracle, their property binaries and expected-failure tests.
+
+    Per PLANTS entry oracle_plant<n> and plant<n>_test; per FAST_PLANTS entry oracle_fast_plant<n> and
+    fast_plant<n>_test (QSA_PROFILE=fast, tags FAST_PLANT_TAGS); and fast_plants_test.
+
+    Args:
+      name: the test_suite of every plant test (the fast ones once they are not manual).
     """
     tests = []
     for p in PLANTS:
         lib = "oracle_plant%d" % p.plant
-        native.cc_library(
-            name = lib,
-            testonly = True,
-            srcs = ORACLE_PLANTED_SRCS,
-            hdrs = ORACLE_PLANTED_HDRS,
-            copts = ORACLE_COPTS,
-            local_defines = ["QSA_PLANT=%d" % p.plant],
-            deps = [
-                ":oracle_core",
-                "//api:headers",
-            ],
-            alwayslink = True,
-        )
-        binary = "plant%d_%s" % (p.plant, p.binary)
-        native.cc_binary(
-            name = binary,
-            testonly = True,
-            linkstatic = True,
-            deps = [
-                # do not sort: the property code before the backend and the implementation (as in //properties)
-                "//properties:%s_lib" % p.binary,
-                "@gtest//:gtest_main",
-                "//properties:harness_host",
-                ":" + lib,
-            ],
-        )
+        oracle_copy(lib, plant = p.plant, testonly = True)
         test = "plant%d_test" % p.plant
-        native.sh_test(
-            name = test,
-            size = "medium",
-            srcs = ["expect_failure.sh"],
-            args = [
-                "$(location :%s)" % binary,
-                p.filter,
-            ] + ["'%s'" % e for e in p.expect],
-            data = [":" + binary],
-        )
+        _expect_failure_test(test, lib, p)
         tests.append(test)
         pass_filter = getattr(p, "pass_filter", None)
         if pass_filter:
@@ -132,6 +213,15 @@ def plant_tests(name = "plant_tests"):
                 data = [":" + binary],
             )
             tests.append(pass_test)
+    for p in FAST_PLANTS:
+        lib = "oracle_fast_plant%d" % p.plant
+        oracle_copy(lib, plant = p.plant, fast = True, testonly = True)
+        test = "fast_plant%d_test" % p.plant
+        _expect_failure_test(test, lib, p, env = {"QSA_PROFILE": "fast"}, tags = FAST_PLANT_TAGS)
+        if "manual" not in FAST_PLANT_TAGS:
+            tests.append(test)
+    _fast_plants_test()
+    tests.append("fast_plants_test")
     native.test_suite(
         name = name,
         tests = tests,

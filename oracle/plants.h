@@ -23,6 +23,14 @@
 //                      core (the +0.0 reads are hardened, contract section 8), caught only by the hardened
 //                      variants (the seed system's behaviour on PoolHygiene.DecodeTouchesOnlyContractCells)
 // (10-13 change no outIdx and no pool cell: only the workspace read-back of section 6 sees them.)
+// Semantic plants that profile `fast` must catch (CONTRACT.md section 9: numerics bugs prefill and decode
+// share), compiled into //oracle:oracle_fast as oracle_fast_plant<n> (plant_tests.bzl FAST_PLANTS); 22-24 live
+// in fast.cc (the fast arithmetic only), 25-26 in the pipelines (any copy):
+//  22 fast differential normRope (K1a, K1b, B1): gamma used as the gain, w in place of 1 + w
+//  23 fast differential normRope (K1a, K1b, B1): the rope's sin with its sign flipped
+//  24 fast differential K2 / B2: q head 3 dropped (read as zeros)
+//  25 fast differential K1b and B1's block completion: the kbar rope at position 4g + 3 instead of 4g
+//  26 fast differential decode B2: blocks 4g >= 128 read the V-tail of token 4g - 128 (the wrong page)
 #pragma once
 
 #ifndef QSA_PLANT
@@ -33,7 +41,7 @@ namespace qsa {
 namespace oracle {
 
 constexpr int kPlant = QSA_PLANT;
-static_assert(kPlant >= 0 && kPlant <= 17, "QSA_PLANT: 0 (none) or a plant of oracle/plants.h");
+static_assert(kPlant >= 0 && kPlant <= 26, "QSA_PLANT: 0 (none) or a plant of oracle/plants.h");
 
 } // namespace oracle
 } // namespace qsa

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "oracle/fast.h"
 #include "oracle/plants.h"
 #include "oracle/stages.h"
 
@@ -46,7 +47,12 @@ void k1aQPrep(PrefillIo const& io, PrefillSlots const& ws) {
                 float x[kDim];
                 for (int d = 0; d < kDim; ++d)
                     x[d] = fromT(io.act, qkRow(io, b, t)[kDim * h + d]);
-                normRope(io.act, x, w, io.cosSin + int64_t(t) * kCosSinWidth, io.rmsEps, q + h * kDim);
+                float const* row = io.cosSin + int64_t(t) * kCosSinWidth;
+                if constexpr (kFast) // section 9.1: prefill's legal arithmetic, the rsqrt side by (t, h)
+                    fast::normRope(io.act, x, w, row, io.rmsEps, q + h * kDim, fast::Flavor::kPrefill,
+                                   fast::rsqrtSide(t + h, fast::Flavor::kPrefill));
+                else
+                    normRope(io.act, x, w, row, io.rmsEps, q + h * kDim);
             }
         }
     }
@@ -77,9 +83,16 @@ void k1bCompress(PrefillIo const& io, PrefillSlots const& ws) {
                 float sum = ((k0 + k1) + k2) + k3;
                 if (kPlant == 16) // Plant 16: the block sum pairwise (kernel mutant 8)
                     sum = (k0 + k1) + (k2 + k3);
-                m[d] = fromT(io.act, toT(io.act, sum * 0.25f)); // the cast to T is part of the contract
+                float const mean = kFast ? fast::blockMean(k0, k1, k2, k3, fast::Flavor::kPrefill) : sum * 0.25f;
+                m[d] = fromT(io.act, toT(io.act, mean)); // the cast to T is part of the contract
             }
-            normRope(io.act, m, w, io.cosSin + 4 * g * kCosSinWidth, io.rmsEps, kbar);
+            int64_t const pos = kPlant == 25 ? 4 * g + 3 : 4 * g; // Plant 25: the rope at 4g + 3 (B1 too)
+            float const* row = io.cosSin + pos * kCosSinWidth;
+            if constexpr (kFast) // section 9.1: prefill's legal arithmetic, the rsqrt side by g
+                fast::normRope(io.act, m, w, row, io.rmsEps, kbar, fast::Flavor::kPrefill,
+                               fast::rsqrtSide(g, fast::Flavor::kPrefill));
+            else
+                normRope(io.act, m, w, row, io.rmsEps, kbar);
             if (io.pool != nullptr)
                 writeTail(*io.pool, b, Plane::kV, 4 * g, kbar);
         }
@@ -163,7 +176,7 @@ void k2Scores(PrefillIo const& io, PrefillSlots const& ws, KbarOfSequence& kbar,
                     keys[g] = -FLT_MAX;
                 continue;
             }
-            float l = logit(q, kbar.block(b, g));
+            float l = kFast ? fast::logit(q, kbar.block(b, g), fast::Flavor::kPrefill) : logit(q, kbar.block(b, g));
             if (kPlant == 1 && g % 2 == 1 && l > 0.0f && std::isfinite(l)) // Plant 1: one ulp lower
                 l = std::nextafter(l, 0.0f);
             keys[g] = l;
