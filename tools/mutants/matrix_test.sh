@@ -107,9 +107,35 @@ if ((ngap != nsem || nalarm != nrnd || nsem == 0 || nrnd == 0)); then
 fi
 expect_none "$tmp/four.out" 'UNCLASSIFIED' "real catalog"
 
+# 5. `run` end to end with fake binaries (shell scripts): the fast pass runs bin_fast/ with QSA_PROFILE=fast,
+# QSA_BUDGET_SCALE=FAST_SCALE and noshrink, its control runs every property binary, the ieee passes run bin/.
+b=$tmp/bundle
+mkdir -p "$b/bin" "$b/bin_fast"
+cp "$runner" "$b/run_mutants.sh"
+head -5 "$tmp/catalog.tsv" >"$b/catalog.tsv"
+printf 'contract\t2\tlayout\tcore\tproperties/a_gpu\t1\ncontract\t1\tdiff\tcore\tproperties/b_gpu\t2\n' >"$b/contracts.tsv"
+echo fake >"$b/COMMIT"
+fake() { # path, shell condition under which it fails
+    printf '#!/usr/bin/env bash\necho "env QSA_PROFILE=${QSA_PROFILE:-} QSA_BUDGET_SCALE=${QSA_BUDGET_SCALE:-} RC_PARAMS=${RC_PARAMS:-}"\nif %s; then echo "[  FAILED  ] Fake.%s"; exit 1; fi\n' "$2" "$(basename "$1")" >"$1"
+    chmod +x "$1"
+}
+fake "$b/bin/properties__a_gpu" '[[ ${QSA_MUTANT:-0} == 1 || -n ${QSA_PROFILE:-} ]]'
+fake "$b/bin/properties__b_gpu" '[[ ${QSA_MUTANT:-0} == 3 ]]'
+fake "$b/bin_fast/properties__a_gpu" '[[ ${QSA_PROFILE:-} != fast || ${QSA_BUDGET_SCALE:-} != 0.25 || ${RC_PARAMS:-} != *noshrink=1* || ${QSA_MUTANT:-0} == 3 ]]'
+fake "$b/bin_fast/properties__b_gpu" '[[ ${QSA_PROFILE:-} != fast || ${QSA_MUTANT:-0} == 2 ]]'
+PASSES="props fast" JOBS=4 DEADLINE=60 bash "$b/run_mutants.sh" run "$b" "$tmp/five" >"$tmp/five.out" 2>"$tmp/five.err" || true
+o=$tmp/five.out
+expect_line "$o" '| 1 | R_ONE | not run |  | a_gpu `Fake.properties__a_gpu` | '"$(awk -F'\t' '$1 == 1 && $2 == "props" {print $6}' "$tmp/five/results.tsv")"' | - |' "run: props row"
+expect_line "$o" '| 0 | control (fast build, no mutant) | - | all 2 binaries passed | '"$(awk -F'\t' '$2 ~ /^ctlfast-/ {if ($6 + 0 > m) m = $6 + 0} END {print m}' "$tmp/five/results.tsv")"' | ok |' "run: fast control"
+expect_line "$o" 'fast: control 2/2 binaries passed; semantic mutants killed 1/2 (median '"$(awk -F'\t' '$1 == 3 && $2 == "fast" {printf "%.1f", $6}' "$tmp/five/results.tsv")"' s); rounding mutants not reported 1/2; gaps (semantic survivors): 4; false alarms: 2; incomplete: none' "run: fast summary"
+if ! grep -q 'FAILED  \] Fake.properties__b_gpu' "$tmp/five/m2.fast/properties__b_gpu.log"; then
+    echo "matrix_test: run: mutant 2's fast pass did not fail in bin_fast/properties__b_gpu" >&2
+    fail=1
+fi
+
 rm -rf "$tmp"
 if ((fail)); then
     echo "matrix_test: FAIL" >&2
     exit 1
 fi
-echo "matrix_test: 4 scenarios, real catalog $nsem semantic + $nrnd rounding mutants: PASS"
+echo "matrix_test: 5 scenarios, real catalog $nsem semantic + $nrnd rounding mutants: PASS"

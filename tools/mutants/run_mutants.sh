@@ -256,9 +256,11 @@ cmd_run() {
         for p in "${passes[@]}"; do [[ $p == fast ]] || keep+=("$p"); done
         passes=("${keep[@]}")
     fi
+    local fast_note=""
+    [[ " ${passes[*]} " == *" fast "* ]] && fast_note=" FAST_SCALE=$FAST_SCALE"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
     echo "run_mutants: bundle $(head -c 12 "$bundle/COMMIT"), ${#ids[@]} mutants + control, passes: ${passes[*]}," \
-        "JOBS=$JOBS BIN_TIMEOUT=$BIN_TIMEOUT DEADLINE=${DEADLINE:-420}"
+        "JOBS=$JOBS BIN_TIMEOUT=$BIN_TIMEOUT DEADLINE=${DEADLINE:-480}${fast_note:-}"
     # Job list: the control first, one job per binary (it must run everything: in parallel), then every
     # mutant's passes.
     local jobs=() id p
