@@ -22,11 +22,21 @@ _ARCH_SETS = {
 
 # The contract's `ieee` profile: no contraction of a*b+c (kernels call fmaf explicitly), IEEE division
 # and square root, subnormals kept. -lineinfo so compute-sanitizer reports source lines.
-_NUMERICS = [
+_IEEE_NUMERICS = [
     "--fmad=false",
     "--ftz=false",
     "--prec-div=true",
     "--prec-sqrt=true",
+]
+
+# numerics = "fast" (contract section 9, profile `fast`): --use_fast_math, i.e. --ftz=true (F5),
+# --prec-div=false, --prec-sqrt=false, --fmad=true (F1, F4) and the approximate math functions. Everything
+# else (the arch set, -O3, -lineinfo, the host compiler's flags) is the same as under `ieee`.
+_FAST_NUMERICS = ["--use_fast_math"]
+
+_NUMERICS = {"fast": _FAST_NUMERICS, "ieee": _IEEE_NUMERICS}
+
+_COMMON = [
     "-lineinfo",
     "-Xcompiler",
     "-ffp-contract=off",
@@ -68,7 +78,8 @@ def _cuda_library_impl(ctx):
     ptx = [g.split("code=compute_")[1] for g in _ARCH_SETS[arch_set] if "code=compute_" in g]
     args.add("-DQSA_SASS_ARCHS=\"%s\"" % ",".join(sass))
     args.add("-DQSA_PTX_ARCHS=\"%s\"" % ",".join(ptx))
-    args.add_all(_NUMERICS)
+    args.add_all(_NUMERICS[ctx.attr.numerics])
+    args.add_all(_COMMON)
     args.add_all(["-I.", "-I" + ctx.bin_dir.path, "-I" + ctx.genfiles_dir.path])
     args.add_all(dep_cctx.includes, format_each = "-I%s")
     args.add_all(dep_cctx.quote_includes, format_each = "-I%s")
@@ -90,7 +101,7 @@ def _cuda_library_impl(ctx):
             inputs = inputs,
             outputs = [obj],
             mnemonic = "NvccCompile",
-            progress_message = "nvcc %s (%s archs)" % (src.short_path, arch_set),
+            progress_message = "nvcc %s (%s archs%s)" % (src.short_path, arch_set, ", fast math" if ctx.attr.numerics == "fast" else ""),
             use_default_shell_env = True,
         )
         objs.append(obj)
@@ -136,6 +147,8 @@ cuda_library = rule(
         "hdrs": attr.label_list(allow_files = [".h", ".cuh", ".hpp"]),
         "deps": attr.label_list(providers = [CcInfo]),
         "copts": attr.string_list(),
+        # "ieee" (contract section 4, every library of the project) or "fast" (section 9: --use_fast_math).
+        "numerics": attr.string(default = "ieee", values = ["fast", "ieee"]),
         "linkopts": attr.string_list(),
         "alwayslink": attr.bool(default = False),
         "cuda_path": attr.string(default = "/usr/local/cuda"),

@@ -2,6 +2,8 @@
 // paged-pool addressing and guards (section 3), and host-side argument checks (section 2).
 // Every floating-point operation here is written with an explicitly rounded intrinsic (__fmul_rn,
 // __fadd_rn, fmaf) so that the result does not depend on --fmad; the build also passes --fmad=false.
+// //kernels:qsa_kernels_fast compiles the same code with --use_fast_math and -DQSA_FAST_MATH (profile `fast`,
+// contract section 9): FTZ (F5) and rsqrtf (F3) are then its only differences (tools/mutants/README.md).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -157,6 +159,9 @@ __device__ __forceinline__ void normRopeWarp(float const sq[4], float const xo[4
     float const v = fmaf(s, 0.0078125f, rmsEps);
     // 3. correctly rounded 1/sqrt.
     float inv = __frsqrt_rn(v);
+#if defined(QSA_FAST_MATH)
+    inv = rsqrtf(v); // //kernels:qsa_kernels_fast: section 9.1 F3 allows 1/sqrt within eps_r = 2^-21 (rsqrt.approx)
+#endif
     if (QSA_MUTANT(4)) {
         inv = rsqrtf(v); // approximate
     }

@@ -20,6 +20,14 @@
 
 namespace qsa_mutants {
 
+// The marker names the numerics too: run_mutants.sh build checks that the `fast` pass's binaries carry the
+// fast-math kernels (//kernels:qsa_kernels_fast) and the other passes' binaries do not.
+#if defined(QSA_FAST_MATH)
+#define QSA_MUTANTS_MARKER "QSA_MUTANTS_BUILD (fast math)"
+#else
+#define QSA_MUTANTS_MARKER "QSA_MUTANTS_BUILD"
+#endif
+
 // The active mutant id (QSA_MUTANT=<n>), read once per process. The marker string below exists only in
 // mutant builds; the catalog test checks that the production archive does not contain it.
 inline int activeMutant() {
@@ -27,7 +35,7 @@ inline int activeMutant() {
         char const* s = std::getenv("QSA_MUTANT");
         int const v = s != nullptr ? std::atoi(s) : 0;
         if (v != 0) {
-            std::fprintf(stderr, "QSA_MUTANTS_BUILD: mutant %d active\n", v);
+            std::fprintf(stderr, QSA_MUTANTS_MARKER ": mutant %d active\n", v);
         }
         return v;
     }();

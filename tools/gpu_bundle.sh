@@ -2,7 +2,12 @@
 # Builds every gpu-tagged test and GPU tool and copies the static binaries, with the runfiles they
 # read, into OUTDIR, plus OUTDIR/run_all.sh (a copy of tools/run_all.sh), MANIFEST, LARGE (the tests tagged
 # large) and COMMIT. The bundle needs only a GPU driver on the target host.
-# Usage: [BUNDLE_FILTER=regex] tools/gpu_bundle.sh OUTDIR [extra bazel build flags, e.g. --config=all_archs]
+# Usage: [BUNDLE_FILTER=regex] [BUNDLE_IMPL=label [BUNDLE_PROFILE=p]] tools/gpu_bundle.sh OUTDIR [bazel build flags,
+#        e.g. --config=all_archs]
+# BUNDLE_IMPL (e.g. //kernels:qsa_kernels_fast) builds with --//api:impl=BUNDLE_IMPL and keeps only the binaries
+# that reach the implementation through //api:impl (the portable suite: property *_gpu binaries, the fixture
+# replay, certify, qsa_gpu); OUTDIR/IMPL names it, OUTDIR/PROFILE (BUNDLE_PROFILE, default `fast` for
+# //kernels:qsa_kernels_fast, else none written) is the QSA_PROFILE that run_all.sh judges by default.
 set -euo pipefail
 if (($# < 1)); then
     echo "usage: $0 OUTDIR [bazel build flags...]" >&2
@@ -10,6 +15,12 @@ if (($# < 1)); then
 fi
 out=$1
 shift
+impl=${BUNDLE_IMPL:-}
+profile=${BUNDLE_PROFILE:-}
+if [[ -n $impl ]]; then
+    set -- "$@" "--//api:impl=$impl"
+    [[ -n $profile || $impl != //kernels:qsa_kernels_fast ]] || profile=fast
+fi
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 # BAZEL_STARTUP_OPTS, e.g. "--output_base=/path", selects a Bazel server (word-split on purpose).
@@ -26,6 +37,13 @@ large=$(bazel query --output=label 'attr(tags, "[\[ ,]large[,\]]", tests(//...))
 if [[ -n ${BUNDLE_FILTER:-} ]]; then
     tests=$(grep -E "$BUNDLE_FILTER" <<<"$tests" || true)
     tools=$(grep -E "$BUNDLE_FILTER" <<<"$tools" || true)
+fi
+# Another implementation: only what reaches it through //api:impl (the project's own stage tests link
+# //kernels:qsa_kernels directly and would test the default build again).
+if [[ -n $impl ]]; then
+    through_impl=$(bazel query --output=label 'rdeps(//..., //api:impl)' 2>/dev/null | sort)
+    tests=$(comm -12 <(echo "$tests") <(echo "$through_impl"))
+    tools=$(comm -12 <(echo "$tools") <(echo "$through_impl"))
 fi
 if [[ -z $tests ]]; then
     echo "gpu_bundle: no gpu-tagged tests found" >&2
@@ -69,8 +87,11 @@ for t in $large; do
     if grep -qxF "tests $p" "$out/MANIFEST"; then echo "$p" >>"$out/LARGE"; fi
 done
 git rev-parse HEAD >"$out/COMMIT" 2>/dev/null || echo unknown >"$out/COMMIT"
+rm -f "$out/IMPL" "$out/PROFILE"
+[[ -z $impl ]] || echo "$impl" >"$out/IMPL"
+[[ -z $profile ]] || echo "$profile" >"$out/PROFILE"
 
 # run_all.sh lives in tools/run_all.sh (plain, --large and --sanitize modes; see its header).
 cp -f "$repo/tools/run_all.sh" "$out/run_all.sh"
 chmod +x "$out/run_all.sh"
-echo "gpu_bundle: $(grep -c '^tests' "$out/MANIFEST") tests, $(grep -c '^tools' "$out/MANIFEST") tools in $out ($(du -sh "$out" | cut -f1))"
+echo "gpu_bundle: $(grep -c '^tests' "$out/MANIFEST") tests, $(grep -c '^tools' "$out/MANIFEST") tools in $out ($(du -sh "$out" | cut -f1))${impl:+, //api:impl=$impl}${profile:+, QSA_PROFILE=$profile}"

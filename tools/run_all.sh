@@ -12,6 +12,7 @@
 #
 # FILTER keeps the binaries whose bundle path contains it. Logs go to LOGDIR (default ./logs), one per
 # binary (sanitize mode: LOGDIR/sanitize/<tool>/<binary>.log). Exit status non-zero if anything failed.
+# QSA_PROFILE defaults to the bundle's PROFILE file (a bundle of another //api:impl, gpu_bundle.sh BUNDLE_IMPL).
 #
 # Sanitize mode (issue 14): `compute-sanitizer --tool T --error-exitcode 99` (racecheck also with
 # `--racecheck-report all`, so warnings are reported and counted, not only errors). A pair PASSES only when
@@ -29,7 +30,7 @@ sanitize=""
 jobs=6
 filter=""
 usage() {
-    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 while (($# > 0)); do
@@ -62,6 +63,13 @@ done
 }
 mkdir -p "$logs"
 commit=$(cat "$here/COMMIT" 2>/dev/null || echo unknown)
+# A bundle of another implementation (gpu_bundle.sh with BUNDLE_IMPL) names it in IMPL and, in PROFILE, the
+# profile it is judged under (contract section 8): QSA_PROFILE defaults to that (an explicit QSA_PROFILE wins).
+impl=$(cat "$here/IMPL" 2>/dev/null || echo "//kernels:qsa_kernels")
+if [[ -z ${QSA_PROFILE:-} && -f $here/PROFILE ]]; then
+    QSA_PROFILE=$(cat "$here/PROFILE")
+    export QSA_PROFILE
+fi
 
 # Bundle paths of the tests tagged "large" (gpu_bundle.sh writes LARGE; absent in older bundles).
 is_large() {
@@ -123,7 +131,7 @@ if [[ -z $sanitize ]]; then
     for path in "${skipped_large[@]}"; do
         printf '%-4s %-55s (tagged large: run_all.sh --large runs it)\n' SKIP "$path"
     done
-    echo "run_all: $((total - failed))/$total binaries passed (commit $commit)${skipped_large[*]:+; ${#skipped_large[@]} large test(s) NOT run}"
+    echo "run_all: $((total - failed))/$total binaries passed (commit $commit, impl $impl, QSA_PROFILE=${QSA_PROFILE:-ieee})${skipped_large[*]:+; ${#skipped_large[@]} large test(s) NOT run}"
     ((failed == 0 && total > 0))
     exit
 fi

@@ -1,7 +1,8 @@
 // //tools/mutants:catalog_test (CPU), THE catalog check: the mutant catalog and the QSA_MUTANT hooks in every
-// source of kernels/ agree, and the production build of //kernels:qsa_kernels carries no mutant code (see
-// README.md). Args: catalog.tsv, the kernel sources (//kernels:hook_sources: every .cu / .cuh / .h, so a new
-// file is checked without editing this test), --archives, the production archive(s) of //kernels:qsa_kernels.
+// source of kernels/ agree, every mutant has its class under profile `fast`, and the production builds of
+// //kernels:qsa_kernels and :qsa_kernels_fast carry no mutant code (see README.md). Args: catalog.tsv, the kernel
+// sources (//kernels:hook_sources: every .cu / .cuh / .h, so a new file is checked without editing this test),
+// --archives, the production archives of both.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -39,6 +40,7 @@ std::string readFile(std::string const& path) {
 struct Mutant {
     int id;
     std::string name, file, change, story;
+    std::string fastClass; // contract section 9.1: "semantic" or "rounding:F<n>" (the freedom that allows it)
 };
 
 std::vector<Mutant> readCatalog() {
@@ -53,10 +55,10 @@ std::vector<Mutant> readCatalog() {
         std::istringstream ls(line);
         while (std::getline(ls, cell, '\t'))
             f.push_back(cell);
-        EXPECT_EQ(f.size(), 5u) << "catalog row: " << line;
-        if (f.size() != 5)
+        EXPECT_EQ(f.size(), 6u) << "catalog row: " << line;
+        if (f.size() != 6)
             continue;
-        out.push_back({std::atoi(f[0].c_str()), f[1], f[2], f[3], f[4]});
+        out.push_back({std::atoi(f[0].c_str()), f[1], f[2], f[3], f[4], f[5]});
     }
     return out;
 }
@@ -89,6 +91,23 @@ TEST(MutantCatalog, WellFormedAndLargeEnough) {
         EXPECT_FALSE(m.change.empty() || m.story.empty()) << "mutant " << m.id << " lacks its change or story";
         EXPECT_EQ(m.file.rfind("kernels/", 0), 0u) << "mutant " << m.id << " file " << m.file;
     }
+}
+
+// Contract section 9.3: every mutant is classified for profile `fast`, either semantic (it changes what section
+// 9.1 keeps exact: must be killed) or rounding under one of the freedoms F1-F5 (a legal `fast` implementation:
+// must not be reported). run_mutants.sh's `fast` verdicts read this column.
+TEST(MutantCatalog, EveryMutantHasAFastClass) {
+    std::regex const re("semantic|rounding:F[1-5]");
+    int semantic = 0;
+    int rounding = 0;
+    for (Mutant const& m : readCatalog()) {
+        EXPECT_TRUE(std::regex_match(m.fastClass, re)) << "mutant " << m.id << " (" << m.name << "): class '"
+                                                       << m.fastClass << "' is neither semantic nor rounding:F1..F5";
+        (m.fastClass == "semantic" ? semantic : rounding) += 1;
+    }
+    // Both kinds exist, or the `fast` pass could not show both strength and no false alarm.
+    EXPECT_GT(semantic, 0);
+    EXPECT_GT(rounding, 0);
 }
 
 TEST(MutantCatalog, EveryIdHookedInItsFileAndEveryHookCatalogued) {
@@ -124,7 +143,7 @@ TEST(MutantCatalog, EveryLaunchingKernelFileSyncsTheMutantId) {
 }
 
 TEST(MutantCatalog, ProductionArchiveHasNoMutantCode) {
-    ASSERT_FALSE(gArchives.empty()) << "pass the production archive of //kernels:qsa_kernels";
+    ASSERT_FALSE(gArchives.empty()) << "pass the production archives of //kernels:qsa_kernels(_fast)";
     for (std::string const& a : gArchives) {
         std::string const bytes = readFile(a);
         ASSERT_GT(bytes.size(), 1000u) << a;

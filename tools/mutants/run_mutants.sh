@@ -19,11 +19,19 @@
 #                                                    chunked counterexample is reported, not shrunk past the
 #                                                    binary's timeout); the stage property binaries (own
 #                                                    launchers) run in `full` only, which shrinks
-#   run_mutants.sh matrix LOG_DIR          re-print the kill matrix from LOG_DIR.
+#                                            fast  = the same property binaries built against
+#                                                    //kernels:qsa_kernels_fast (--use_fast_math, rsqrtf) with
+#                                                    the same hooks, judged with QSA_PROFILE=fast (contract
+#                                                    section 9) at QSA_BUDGET_SCALE=FAST_SCALE; its own control
+#                                                    must pass; verdict per mutant from the catalog's class:
+#                                                    a semantic survivor is a GAP, a killed rounding mutant
+#                                                    a FALSE ALARM
+#   run_mutants.sh matrix LOG_DIR [CATALOG] re-print the kill matrix from LOG_DIR.
 #
 # Environment (run): JOBS (parallel passes, default 12), BIN_TIMEOUT (s per binary, default 100),
-# DEADLINE (s for the whole run, default 420; passes not finished are reported as such), PASSES
-# ("full props" by default), RC_PARAMS / GTEST_* are passed through.
+# DEADLINE (s for the whole run, default 480; passes not finished are reported as such), PASSES
+# ("full props fast" by default; a bundle without bin_fast drops fast), FAST_SCALE (QSA_BUDGET_SCALE of the
+# fast pass and its control, default 0.25), RC_PARAMS / GTEST_* are passed through.
 set -uo pipefail
 
 # The suite in its fixed order: fast and most likely killers first. Stage tests, then pipelines, then the
@@ -109,6 +117,20 @@ WRAP
         grep -q QSA_MUTANTS_BUILD "$full/tests/$b" || die "$b was not built with --//kernels:enable_mutants=true"
         strip --strip-unneeded -o "$out/bin/${b//\//__}" "$full/tests/$b"
     done
+    # The `fast` pass (contract section 9): the contract property binaries against //kernels:qsa_kernels_fast,
+    # hooks compiled in as well (--//kernels:enable_mutants reaches both kernel libraries).
+    local fastflags=(--//kernels:enable_mutants=true --//api:impl=//kernels:qsa_kernels_fast) labels=()
+    for b in "${PROPS_ORDER[@]}"; do labels+=("//${b%%/*}:${b#*/}"); done
+    PATH="$wrap:$PATH" bazel build "${fastflags[@]}" "${labels[@]}" || die "bazel build of the fast pass failed"
+    local fbin
+    fbin=$(PATH="$wrap:$PATH" bazel info "${fastflags[@]}" bazel-bin 2>/dev/null)
+    rm -rf "$out/bin_fast"
+    mkdir -p "$out/bin_fast"
+    for b in "${PROPS_ORDER[@]}"; do
+        grep -q "QSA_MUTANTS_BUILD (fast math)" "$fbin/$b" || die "$b (fast pass) lacks the fast-math mutant kernels"
+        grep -q "QSA_MUTANTS_BUILD (fast math)" "$out/bin/${b//\//__}" && die "$b (ieee passes) carries fast-math kernels"
+        strip --strip-unneeded -o "$out/bin_fast/${b//\//__}" "$fbin/$b"
+    done
     cp "$full/COMMIT" "$out/COMMIT"
     git -C "$repo" diff --quiet HEAD -- kernels properties || echo "dirty" >>"$out/COMMIT"
     cp "$here/run_mutants.sh" "$here/catalog.tsv" "$tsv" "$out/"
@@ -116,10 +138,11 @@ WRAP
     rm -rf "$full"
     # The device tool carries at most 64 MiB: the stripped binaries share most bytes (kernels, CUB, gtest,
     # RapidCheck), so one xz stream of them is ~8x smaller. `run` unpacks it when bin/ is absent.
-    local n
+    local n nf
     n=$(ls "$out/bin" | wc -l)
-    tar -C "$out" -cf - bin | xz -T2 -6 >"$out/bin.tar.xz" && rm -rf "$out/bin"
-    echo "run_mutants build: $n binaries in $out ($(du -sh "$out" | cut -f1))"
+    nf=$(ls "$out/bin_fast" | wc -l)
+    tar -C "$out" -cf - bin bin_fast | xz -T2 -6 >"$out/bin.tar.xz" && rm -rf "$out/bin" "$out/bin_fast"
+    echo "run_mutants build: $n binaries + $nf fast-math property binaries in $out ($(du -sh "$out" | cut -f1))"
 }
 
 # ---------------------------------------------------------------------------------------------------------
@@ -146,7 +169,7 @@ run_pass() {
         (
             cd "$tmp" || exit 99
             QSA_MUTANT=$id GTEST_FAIL_FAST=1 TEST_TMPDIR="$tmp" TEST_UNDECLARED_OUTPUTS_DIR="$tmp" \
-                timeout -k 5 "$budget" "$bundle/bin/${b//\//__}"
+                timeout -k 5 "$budget" "${MUT_BIN_DIR:-$bundle/bin}/${b//\//__}"
         ) >"$log" 2>&1
         rc=$?
         rm -rf "$tmp"
@@ -186,6 +209,11 @@ run_pass() {
     printf 'm%-3s %-5s %-8s %-40s %-55s %6ss %s\n' "$id" "$pass" "$status" "$killer" "$test" "$secs" "$shrunk"
 }
 
+# The catalog's class of mutant $2 under profile fast (column 6: semantic or rounding:F<n>).
+mutant_class() { # catalog id
+    awk -F'\t' -v id="$2" '!/^#/ && $1 == id {print $6}' "$1"
+}
+
 # Drops from the array named $2 every binary missing from bundle $1, loudly (never counted as a kill).
 keep_present() { # bundle array-name
     local -n order=$2
@@ -218,12 +246,21 @@ cmd_run() {
     for list in STAGE_ORDER PROPS_ORDER STAGE_PROPS_ORDER PIPELINE_ORDER; do keep_present "$bundle" "$list"; done
     JOBS=${JOBS:-12}
     BIN_TIMEOUT=${BIN_TIMEOUT:-100}
-    END_AT=$(($(date +%s) + ${DEADLINE:-420}))
-    export BIN_TIMEOUT END_AT
-    local passes=(${PASSES:-full props})
+    END_AT=$(($(date +%s) + ${DEADLINE:-480}))
+    FAST_SCALE=${FAST_SCALE:-0.25}
+    export BIN_TIMEOUT END_AT FAST_SCALE
+    local passes=(${PASSES:-full props fast})
+    if [[ " ${passes[*]} " == *" fast "* && ! -d $bundle/bin_fast ]]; then
+        echo "run_mutants: the bundle has no bin_fast (built before the fast pass): pass fast dropped" >&2
+        local keep=()
+        for p in "${passes[@]}"; do [[ $p == fast ]] || keep+=("$p"); done
+        passes=("${keep[@]}")
+    fi
+    local fast_note=""
+    [[ " ${passes[*]} " == *" fast "* ]] && fast_note=" FAST_SCALE=$FAST_SCALE"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
     echo "run_mutants: bundle $(head -c 12 "$bundle/COMMIT"), ${#ids[@]} mutants + control, passes: ${passes[*]}," \
-        "JOBS=$JOBS BIN_TIMEOUT=$BIN_TIMEOUT DEADLINE=${DEADLINE:-420}"
+        "JOBS=$JOBS BIN_TIMEOUT=$BIN_TIMEOUT DEADLINE=${DEADLINE:-480}${fast_note:-}"
     # Job list: the control first, one job per binary (it must run everything: in parallel), then every
     # mutant's passes.
     local jobs=() id p
@@ -231,14 +268,40 @@ cmd_run() {
     for b in "${STAGE_ORDER[@]}" "${STAGE_PROPS_ORDER[@]}" "${PROPS_ORDER[@]}" "${PIPELINE_ORDER[@]}"; do
         [[ -z ${CONTROL_ONLY:-} || " $CONTROL_ONLY " == *" $b "* ]] && jobs+=("0 ctl $b")
     done
+    local fast=0
+    [[ " ${passes[*]} " == *" fast "* ]] && fast=1
+    # The fast build's control: every property binary must pass under QSA_PROFILE=fast (no false alarm).
+    if ((fast)); then
+        for b in "${PROPS_ORDER[@]}"; do
+            [[ -z ${CONTROL_ONLY:-} || " $CONTROL_ONLY " == *" $b "* ]] && jobs+=("0 ctlfast $b")
+        done
+        # Longest first: a rounding mutant must survive every property binary (the whole chain), so its fast
+        # pass is among the longest jobs; start those before the others.
+        for id in "${ids[@]}"; do
+            [[ $(mutant_class "$bundle/catalog.tsv" "$id") == rounding:* ]] && jobs+=("$id fast")
+        done
+    fi
     for id in "${ids[@]}"; do
-        for p in "${passes[@]}"; do jobs+=("$id $p"); done
+        for p in "${passes[@]}"; do
+            [[ $p == fast && $(mutant_class "$bundle/catalog.tsv" "$id") == rounding:* ]] && continue
+            jobs+=("$id $p")
+        done
     done
     export -f run_pass
     export STAGE_LIST="${STAGE_ORDER[*]} ${STAGE_PROPS_ORDER[*]}" PROPS_LIST="${PROPS_ORDER[*]}" PIPE_LIST="${PIPELINE_ORDER[*]}"
+    if ((fast)); then
+        for b in "${PROPS_ORDER[@]}"; do
+            [[ -x $bundle/bin_fast/${b//\//__} ]] || die "$bundle/bin_fast lacks $b (rebuild with run_mutants.sh build)"
+        done
+    fi
     printf '%s\n' "${jobs[@]}" | xargs -P "$JOBS" -L 1 bash -c '
-        id=$0; pass=$1
+        id=$0; pass=$1; export MUT_BIN_DIR="'"$bundle"'/bin"
         if [[ $pass == ctl ]]; then order=($2); pass=ctl-$(basename $2);
+        elif [[ $pass == ctlfast || $pass == fast ]]; then
+            # Contract section 9: the fast-math build, judged under profile fast, without shrinking.
+            [[ $pass == ctlfast ]] && { order=($2); pass=ctlfast-$(basename $2); } || order=($PROPS_LIST)
+            export MUT_BIN_DIR="'"$bundle"'/bin_fast" QSA_PROFILE=fast QSA_BUDGET_SCALE=$FAST_SCALE
+            export RC_PARAMS="${RC_PARAMS:+$RC_PARAMS }noshrink=1"
         elif [[ $pass == full ]]; then order=($STAGE_LIST $PROPS_LIST $PIPE_LIST);
         else order=($PROPS_LIST); export RC_PARAMS="${RC_PARAMS:+$RC_PARAMS }noshrink=1"; fi
         run_pass "'"$bundle"'" "'"$logs"'" "$id" "$pass" "${order[@]}"'
@@ -250,53 +313,102 @@ cmd_matrix() {
     local logs=$1 catalog=${2:-$here/catalog.tsv}
     [[ -f $catalog ]] || catalog=$logs/../catalog.tsv
     cat "$logs"/m*.result 2>/dev/null | sort -n -k1,1 >"$logs/results.tsv"
-    awk -F'\t' -v catalog="$catalog" '
-        BEGIN {
-            while ((getline line < catalog) > 0) {
-                if (line ~ /^#/) continue
-                split(line, f, "\t"); name[f[1]] = f[2]; ids[++n] = f[1]
-            }
-        }
-        $2 ~ /^ctl-/ {
-            nctl++; ctlsec = ($6 + 0 > ctlsec ? $6 + 0 : ctlsec)
-            if ($3 == "passed") ctlok++; else ctlbad = ctlbad " " $2 "(" $3 " " $5 ")"
-            ctltimes = ctltimes sprintf("%s %ss, ", substr($2, 5), $6)
-            next
-        }
-        { st[$1, $2] = $3; bin[$1, $2] = $4; tst[$1, $2] = $5; sec[$1, $2] = $6; shr[$1, $2] = $7; seen[$1] = 1 }
-        function short(b) { sub(/^kernels\//, "", b); sub(/^properties\//, "", b); return b }
-        function cell(id, p) {
-            if (!((id, p) in st)) return "not run"
-            if (st[id, p] == "killed") return short(bin[id, p]) " `" tst[id, p] "`"
-            return "**" toupper(st[id, p]) "**" (bin[id, p] != "-" ? " " short(bin[id, p]) " " tst[id, p] : "")
-        }
-        END {
-            print "| id | mutant | killed by (pre-merge suite, fixed order) | s | first contract property to kill it (portable binaries alone) | s | shrunk case (B,S or B,L) |"
-            print "|---:|---|---|---:|---|---:|---|"
-            ctl = (nctl && ctlok == nctl) ? "all " nctl " binaries passed" : "**CONTROL FAILED**" ctlbad
-            print "| 0 | control (no mutant) | " ctl " | " ctlsec " | (one job per binary, in parallel) | | - |"
-            killed = 0; survived = 0; m = 0
-            for (i = 1; i <= n; ++i) {
-                id = ids[i]
-                if (!(id in seen)) continue
-                print "| " id " | " name[id] " | " cell(id, "full") " | " sec[id, "full"] " | " cell(id, "props") " | " \
-                      sec[id, "props"] " | " ((id, "props") in shr ? shr[id, "props"] : "-") " |"
-                if (st[id, "full"] == "killed") { killed++; t[++m] = sec[id, "full"] + 0 } else survived++
-                if (st[id, "props"] == "killed") { pk++; pt[++pm] = sec[id, "props"] + 0 }
-            }
-            # medians (insertion sort; small n)
-            for (i = 2; i <= m; ++i) { v = t[i]; j = i - 1; while (j > 0 && t[j] > v) { t[j + 1] = t[j]; j-- }; t[j + 1] = v }
-            for (i = 2; i <= pm; ++i) { v = pt[i]; j = i - 1; while (j > 0 && pt[j] > v) { pt[j + 1] = pt[j]; j-- }; pt[j + 1] = v }
-            med = m ? (m % 2 ? t[(m + 1) / 2] : (t[m / 2] + t[m / 2 + 1]) / 2) : 0
-            pmed = pm ? (pm % 2 ? pt[(pm + 1) / 2] : (pt[pm / 2] + pt[pm / 2 + 1]) / 2) : 0
-            print ""
-            print "control seconds per binary: " ctltimes
-            printf "control: %d/%d binaries passed; mutants killed by the pre-merge suite: %d/%d (median time to kill %.1f s);" \
-                   " killed by the contract property binaries alone: %d/%d (median %.1f s)\n", \
-                   ctlok + 0, nctl + 0, killed, killed + survived, med, pk + 0, killed + survived, pmed
-        }' "$logs/results.tsv"
+    awk -F'\t' -v catalog="$catalog" -f <(matrix_awk) "$logs/results.tsv"
 }
 
+# The matrix as an awk program (stdin: the .result lines; -v catalog: catalog.tsv).
+matrix_awk() {
+    cat <<'AWK'
+BEGIN {
+    while ((getline line < catalog) > 0) {
+        if (line ~ /^#/) continue
+        split(line, f, "\t"); name[f[1]] = f[2]; cls[f[1]] = f[6]; ids[++n] = f[1]
+    }
+}
+function median(a, k,    i, j, v) { # sorts a[1..k] (insertion sort; small k)
+    for (i = 2; i <= k; ++i) { v = a[i]; j = i - 1; while (j > 0 && a[j] > v) { a[j + 1] = a[j]; j-- }; a[j + 1] = v }
+    return k ? (k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2) : 0
+}
+$2 ~ /^ctl-/ {
+    nctl++; ctlsec = ($6 + 0 > ctlsec ? $6 + 0 : ctlsec)
+    if ($3 == "passed") ctlok++; else ctlbad = ctlbad " " $2 "(" $3 " " $5 ")"
+    ctltimes = ctltimes sprintf("%s %ss, ", substr($2, 5), $6)
+    next
+}
+$2 ~ /^ctlfast-/ {
+    nfctl++; fctlsec = ($6 + 0 > fctlsec ? $6 + 0 : fctlsec)
+    if ($3 == "passed") fctlok++; else fctlbad = fctlbad " " substr($2, 9) "(" $3 " " $5 ")"
+    fctltimes = fctltimes sprintf("%s %ss, ", substr($2, 9), $6)
+    next
+}
+{ st[$1, $2] = $3; bin[$1, $2] = $4; tst[$1, $2] = $5; sec[$1, $2] = $6; shr[$1, $2] = $7; seen[$1] = 1 }
+function short(b) { sub(/^kernels\//, "", b); sub(/^properties\//, "", b); return b }
+function cell(id, p) {
+    if (!((id, p) in st)) return "not run"
+    if (st[id, p] == "killed") return short(bin[id, p]) " `" tst[id, p] "`"
+    return "**" toupper(st[id, p]) "**" (bin[id, p] != "-" ? " " short(bin[id, p]) " " tst[id, p] : "")
+}
+# Contract section 9.3: a semantic mutant must be killed under `fast`, a rounding one must not be reported.
+function verdict(id,    s, c) {
+    if (!((id, "fast") in st)) return "not run"
+    s = st[id, "fast"]; c = cls[id]
+    if (s == "deadline") return "**INCOMPLETE** (deadline)"
+    if (c == "semantic") return s == "killed" ? "ok (killed)" : "**GAP**: semantic mutant survived"
+    if (c ~ /^rounding:F[1-5]$/) return s == "survived" ? "ok (legal under " substr(c, 10) ")" : "**FALSE ALARM**: legal under " substr(c, 10)
+    return "**UNCLASSIFIED** (catalog class '" c "')"
+}
+END {
+    print "| id | mutant | killed by (pre-merge suite, fixed order) | s | first contract property to kill it (portable binaries alone) | s | shrunk case (B,S or B,L) |"
+    print "|---:|---|---|---:|---|---:|---|"
+    ctl = (nctl && ctlok == nctl) ? "all " nctl " binaries passed" : "**CONTROL FAILED**" ctlbad
+    print "| 0 | control (no mutant) | " ctl " | " ctlsec " | (one job per binary, in parallel) | | - |"
+    killed = 0; survived = 0; m = 0
+    for (i = 1; i <= n; ++i) {
+        id = ids[i]
+        if (!(id in seen)) continue
+        if ((id, "full") in st || (id, "props") in st)
+            print "| " id " | " name[id] " | " cell(id, "full") " | " sec[id, "full"] " | " cell(id, "props") " | " \
+                  sec[id, "props"] " | " ((id, "props") in shr ? shr[id, "props"] : "-") " |"
+        if ((id, "full") in st) { if (st[id, "full"] == "killed") { killed++; t[++m] = sec[id, "full"] + 0 } else survived++ }
+        # (every lookup behind an `in`: awk creates the elements it reads)
+        if ((id, "props") in st) { np++; if (st[id, "props"] == "killed") { pk++; pt[++pm] = sec[id, "props"] + 0 } }
+        if ((id, "fast") in st) fids[++nf] = id
+    }
+    med = median(t, m); pmed = median(pt, pm)
+    print ""
+    print "control seconds per binary: " ctltimes
+    printf "control: %d/%d binaries passed; mutants killed by the pre-merge suite: %d/%d (median time to kill %.1f s);" \
+           " killed by the contract property binaries alone: %d/%d (median %.1f s)\n", \
+           ctlok + 0, nctl + 0, killed, killed + survived, med, pk + 0, np + 0, pmed
+    if (!nf && !nfctl) exit
+    print ""
+    print "Pass `fast`: the contract property binaries against //kernels:qsa_kernels_fast (same hooks), QSA_PROFILE=fast."
+    print ""
+    print "| id | mutant | class (contract 9.1) | killed by (fast build, QSA_PROFILE=fast) | s | verdict |"
+    print "|---:|---|---|---|---:|---|"
+    fctl = (nfctl && fctlok == nfctl) ? "all " nfctl " binaries passed" : "**CONTROL FAILED**" fctlbad
+    print "| 0 | control (fast build, no mutant) | - | " fctl " | " fctlsec " | " \
+          ((nfctl && fctlok == nfctl) ? "ok" : "**FALSE ALARM**: the fast build itself fails") " |"
+    for (i = 1; i <= nf; ++i) {
+        id = fids[i]; v = verdict(id)
+        print "| " id " | " name[id] " | " cls[id] " | " cell(id, "fast") " | " sec[id, "fast"] " | " v " |"
+        if (cls[id] == "semantic") { nsem++; if (st[id, "fast"] == "killed") { sk++; ft[++fm] = sec[id, "fast"] + 0 } }
+        else if (cls[id] ~ /^rounding:F[1-5]$/) { nrnd++; if (st[id, "fast"] == "survived") rk++ }
+        if (v ~ /GAP/) gaps = gaps " " id
+        else if (v ~ /FALSE ALARM/) alarms = alarms " " id
+        else if (v ~ /INCOMPLETE|UNCLASSIFIED/) other = other " " id
+    }
+    print ""
+    print "fast control seconds per binary: " fctltimes
+    printf "fast: control %d/%d binaries passed; semantic mutants killed %d/%d (median %.1f s); rounding mutants not" \
+           " reported %d/%d; gaps (semantic survivors):%s; false alarms:%s; incomplete:%s\n", \
+           fctlok + 0, nfctl + 0, sk + 0, nsem + 0, median(ft, fm), rk + 0, nrnd + 0, \
+           (gaps == "" ? " none" : gaps), (alarms == "" ? " none" : alarms), (other == "" ? " none" : other)
+}
+AWK
+}
+
+# ---------------------------------------------------------------------------------------------------------
 case ${1:-} in
 build)
     shift
@@ -313,7 +425,7 @@ matrix)
     cmd_matrix "$@"
     ;;
 *)
-    sed -n '2,22p' "$0"
+    sed -n '2,34p' "$0"
     exit 2
     ;;
 esac
