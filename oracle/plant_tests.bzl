@@ -76,9 +76,8 @@ PLANTS = [
     ], pass_filter = "PoolHygiene.*", pass_levels = "core"),
 ]
 
-# The profile `fast` checks that must catch each semantic plant of contract section 9 (plants.h 17-21), run under
-# QSA_PROFILE=fast against oracle_fast_plant<n>. Tagged manual (FAST_PLANT_TAGS) until those checks exist in
-# //properties (section 9.2, being written): then drop "manual" and each fast_plant<n>_test joins plant_tests.
+# The profile `fast` checks that must catch each semantic plant of contract section 9 (plants.h 22-26), run under
+# QSA_PROFILE=fast against oracle_fast_plant<n>; each fast_plant<n>_test is one of plant_tests.
 # changes: the fast_digest observable the plant must change (fast_plants_test, which runs today).
 FAST_PLANTS = [
     struct(plant = 22, binary = "decode_stages_test", filter = "DecodeStages.B1QPrepWithinFastEnclosure", expect = ["QSA_CHECK_FAILED DecodeStages.B1QPrepWithinFastEnclosure"], changes = "decode.B1.qNormed"),
