@@ -197,6 +197,7 @@ def plant_tests(name = "plant_tests"):
         test = "plant%d_test" % p.plant
         _expect_failure_test(test, lib, p)
         tests.append(test)
+        binary = "plant%d_%s" % (p.plant, p.binary)  # the binary _expect_failure_test declared
         pass_filter = getattr(p, "pass_filter", None)
         if pass_filter:
             pass_test = "plant%d_pass_test" % p.plant
