@@ -145,24 +145,23 @@ int cmdDiff(std::string const& a, std::string const& b) {
 }
 
 // What `qsa replay` judges: QSA_LEVELS, and --profile or else QSA_PROFILE (contract section 8); eps_r of profile
-// fast: --eps-r or else QSA_FAST_EPS_R. Bad values are usage errors (CLI::ValidationError).
+// fast: --eps-r or else QSA_FAST_EPS_R. A bad flag is a usage error (exit 2); a bad variable a std::runtime_error
+// (exit 1, "qsa: <message>", as the Python CLI reports QSA_LEVELS / QSA_PROFILE).
 qsa::checks::Selection replaySelection(std::string const& profile, std::string const& epsR) {
-    try {
-        qsa::checks::Selection sel = qsa::checks::selectionFromEnv();
-        if (!profile.empty()) {
-            char const* l = std::getenv("QSA_LEVELS");
-            sel = qsa::checks::parseSelection(l ? l : "", profile);
-        }
-        if (!epsR.empty()) {
-            qsa::ref::fast::Params p;
+    if (!epsR.empty()) {
+        qsa::ref::fast::Params p;
+        try {
             p.epsR = qsa::prop::fast::parseEpsR(epsR, "--eps-r");
-            qsa::prop::fast::setParams(p);
+        } catch (std::runtime_error const& e) {
+            throw CLI::ValidationError("--eps-r", e.what());
         }
-        qsa::prop::fast::params(); // QSA_FAST_EPS_R checked now, not in the middle of the fixtures
-        return sel;
-    } catch (std::runtime_error const& e) {
-        throw CLI::ValidationError("replay", e.what());
+        qsa::prop::fast::setParams(p);
     }
+    qsa::prop::fast::params(); // QSA_FAST_EPS_R checked now, not in the middle of the fixtures
+    if (profile.empty())
+        return qsa::checks::selectionFromEnv();
+    char const* l = std::getenv("QSA_LEVELS");
+    return qsa::checks::parseSelection(l ? l : "", profile);
 }
 
 // outputsDir: the implementation's outputs were written there (`qsa run`, `python -m qsa_fixture run`); exactly
