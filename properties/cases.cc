@@ -101,7 +101,6 @@ ref::PrefillCase subBatch(ref::PrefillCase const& c, std::vector<int32_t> const&
     return r;
 }
 
-
 std::string diffLiveCells(ref::HostPool const& layout, std::vector<int32_t> const& totals,
                           std::vector<uint16_t> const& a, std::vector<uint16_t> const& b) {
     for (size_t s = 0; s < totals.size(); ++s) {

@@ -367,7 +367,6 @@ std::vector<uint16_t> makeGamma(ActSpec const& a, bool isK) {
     return w;
 }
 
-
 ref::HostPool makePool(PoolSpec const& p, DType dt, int32_t B, int32_t tokensPerSeq) {
     ref::HostPool h;
     int32_t const needed = std::max(1, ceilDiv(tokensPerSeq, 128));

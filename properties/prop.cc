@@ -303,7 +303,6 @@ std::string diffPool(std::vector<uint16_t> const& got, std::vector<uint16_t> con
     return os.str();
 }
 
-
 namespace {
 
 // The stage read-backs' report (testlib::bitsDiffReport): `got` vs `want` as rows of rowElems elements, of

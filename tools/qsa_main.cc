@@ -284,7 +284,8 @@ int explainFast(Fixture const& f, std::string const& dir, std::string const& act
     if (!actualPath.empty()) {
         if (!fs::is_directory(userPath(actualPath)))
             throw CLI::ValidationError("--actual", "--profile fast needs an output or fixture directory (its q_normed "
-                                                   "and kbar), got " + actualPath);
+                                                   "and kbar), got " +
+                                                       actualPath);
         bool isFixture = false;
         src = toOutputs(loadOutputArrays(userPath(actualPath), &isFixture));
         name = actualPath;
@@ -348,11 +349,13 @@ int main(int argc, char** argv) {
     auto* rep = app.add_subcommand("replay", "replay fixture directories; one line per fixture");
     auto* repImpl =
         rep->add_option("--impl", replayImpl, "reference or gpu")->check(CLI::IsMember({"reference", "gpu"}));
-    rep->add_option("--profile", replayProfile, "ieee (bit for bit), fast (E1-E5 of contract section 9) or none; "
-                                                "default $QSA_PROFILE, else ieee")
+    rep->add_option("--profile", replayProfile,
+                    "ieee (bit for bit), fast (E1-E5 of contract section 9) or none; "
+                    "default $QSA_PROFILE, else ieee")
         ->check(CLI::IsMember({"ieee", "fast", "none"}));
-    rep->add_option("--eps-r", replayEpsR, "profile fast: F3's relative error, 2^-N or a float (default "
-                                           "$QSA_FAST_EPS_R, else 2^-21)");
+    rep->add_option("--eps-r", replayEpsR,
+                    "profile fast: F3's relative error, 2^-N or a float (default "
+                    "$QSA_FAST_EPS_R, else 2^-21)");
     rep->add_option("--outputs", replayOutputs,
                     "judge the outputs in this directory (out_idx.npy, pool.npy, split_counters.npy, q_normed.npy, "
                     "kbar.npy, logits.npy, as `qsa run` writes them) instead of running --impl; one fixture")
@@ -377,11 +380,13 @@ int main(int argc, char** argv) {
                         "the implementation's out_idx: a fixture dir, a `qsa run` output dir or a .npy file");
     explain->add_option("--window", explainWindow, "ranks listed at the top and on each side of the threshold")
         ->check(CLI::NonNegativeNumber);
-    explain->add_option("--profile", explainProfile,
-                        "fast: the row's logit intervals, its threshold's straddling blocks and the E1 intervals of "
-                        "its q_normed (from the expected stage outputs, or --actual's)")
+    explain
+        ->add_option("--profile", explainProfile,
+                     "fast: the row's logit intervals, its threshold's straddling blocks and the E1 intervals of "
+                     "its q_normed (from the expected stage outputs, or --actual's)")
         ->check(CLI::IsMember({"ieee", "fast"}));
-    explain->add_option("--eps-r", explainEpsR, "profile fast: F3's relative error (default $QSA_FAST_EPS_R, else 2^-21)");
+    explain->add_option("--eps-r", explainEpsR,
+                        "profile fast: F3's relative error (default $QSA_FAST_EPS_R, else 2^-21)");
 
     try {
         app.parse(argc, argv);
