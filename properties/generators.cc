@@ -367,16 +367,6 @@ std::vector<uint16_t> makeGamma(ActSpec const& a, bool isK) {
     return w;
 }
 
-uint16_t canary(DType dt, size_t element) {
-    uint64_t const h = mix(element * 0x2545F4914F6CDD1Dull);
-    uint16_t const sign = (h >> 33) & 1 ? 0x8000 : 0;
-    return dt == DType::kHalf ? uint16_t(sign | (0x7C01 + h % 0x300)) : uint16_t(sign | (0x7F81 + h % 0x70));
-}
-
-bool isCanary(DType dt, size_t element, uint16_t v) {
-    return v == canary(dt, element);
-}
-
 ref::HostPool makePool(PoolSpec const& p, DType dt, int32_t B, int32_t tokensPerSeq) {
     ref::HostPool h;
     int32_t const needed = std::max(1, ceilDiv(tokensPerSeq, 128));

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "properties/pool_cells.h"
 #include "reference/qsaReference.h"
 
 namespace qsa {
@@ -220,9 +221,7 @@ std::vector<float> makeCosSin(Rope r, int32_t rows);
 std::vector<uint16_t> makeGamma(ActSpec const& a, bool isK);
 void poisonRow(DType dt, uint64_t seed, uint16_t* row640);
 
-// Pool canary: a non-canonical NaN of T unique-ish per element (no cast ever produces it).
-uint16_t canary(DType dt, size_t element);
-bool isCanary(DType dt, size_t element, uint16_t v);
+// Pool canaries: canary / isCanary in pool_cells.h.
 
 char const* name(Regime r);
 char const* name(ChunkAt c);

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "properties/outputs.h"
 #include "reference/qsaReference.h"
 
 namespace qsa {
@@ -32,23 +33,6 @@ struct RunOptions {
     // paragraph), at the offsets of the section-6 layout (ref::prefillWorkspaceLayout /
     // decodeWorkspaceLayout) and nothing else: any implementation of the API can be checked this way.
     bool readStages = false;
-};
-
-struct PrefillOut {
-    std::vector<int32_t> outIdx; // [B, S, 2051]
-    std::vector<uint16_t> pool;  // contents after the run (with a pool)
-    // readStages only: the workspace's qNormed slot [B, S, 4, 128] T (K1a) and kbar slot [B, MB, 128] T (K1b).
-    std::vector<uint16_t> qNormed, kbar;
-};
-
-struct DecodeOut {
-    std::vector<int32_t> outIdx; // [B, 1, 2051]
-    std::vector<uint16_t> pool;
-    std::vector<int32_t> splitCounters;
-    // readStages only: the qNormed slot [B, 1, 4, 128] T (B1) and the whole logits slot [B, maxBlocks] FP32
-    // (B2; only each valid row's prefix g < ctx / 4 is specified).
-    std::vector<uint16_t> qNormed;
-    std::vector<float> logits;
 };
 
 // True when the implementation under test runs on a GPU (harness_gpu.cc).

@@ -303,14 +303,6 @@ std::string diffPool(std::vector<uint16_t> const& got, std::vector<uint16_t> con
     return os.str();
 }
 
-std::string poolCell(ref::PoolDims const& d, size_t e) {
-    size_t const col = e % d.poolHeadDim, head = e / d.poolHeadDim % d.numKVHeads;
-    size_t const row = e / (size_t(d.poolHeadDim) * d.numKVHeads) % 128;
-    size_t const page = e / (size_t(d.poolHeadDim) * d.numKVHeads * 128);
-    return "page " + std::to_string(page) + (page >= size_t(d.numPages) ? " (V plane)" : " (K plane)") + " row " +
-           std::to_string(row) + " head " + std::to_string(head) + " col " + std::to_string(col);
-}
-
 namespace {
 
 // The stage read-backs' report (testlib::bitsDiffReport): `got` vs `want` as rows of rowElems elements, of

@@ -105,8 +105,7 @@ std::string diffOutIdx(std::vector<int32_t> const& got, std::vector<int32_t> con
 // Pool contents: the first differing element as (page, row, head, col) with both bit patterns.
 std::string diffPool(std::vector<uint16_t> const& got, std::vector<uint16_t> const& want, ref::PoolDims const& d,
                      char const* what);
-// Pool element e as "page P (K plane|V plane) row R head H col C".
-std::string poolCell(ref::PoolDims const& d, size_t e);
+// poolCell (pool element e as "page P (K plane|V plane) row R head H col C"): pool_cells.h.
 
 // ---- stage outputs read back from the workspace (contract section 6, last paragraph) ------------------
 

@@ -2,8 +2,9 @@
 //   bazel run //tools:qsa -- run --impl=reference DIR --out OUTDIR
 //   bazel run //tools:qsa -- diff A B            (output dirs or fixture dirs: a fixture contributes its expected_*)
 //   bazel run //tools:qsa -- replay --impl=reference DIR...   (a corpus DIR: its fixtures, then its coverage line)
+//   bazel run //tools:qsa -- replay --profile fast [--eps-r 2^-21] (--impl=reference DIR... | --outputs OUT DIR)
 //   bazel run //tools:qsa -- show DIR
-//   bazel run //tools:qsa -- explain DIR --row b,t [--actual OUT]   (decode: --row b)
+//   bazel run //tools:qsa -- explain DIR --row b,t [--actual OUT] [--profile fast]   (decode: --row b)
 //   bazel run //tools:qsa -- corpus --count N --seed S [--regions r1,r2] [--dtype half|bf16|both] OUT
 // //tools:qsa_gpu is the same tool with --impl=gpu available. Exit status: 0 all good, 1 a mismatch or
 // an invalid fixture, 2 a usage error.
@@ -29,6 +30,7 @@
 #ifdef QSA_CORPUS
 #include "properties/corpus.h"
 #endif
+#include "fixtures/replay_fast.h"
 
 namespace {
 
@@ -201,13 +203,46 @@ bool printCoverage(Corpus const& c, std::map<std::string, std::vector<std::strin
     return wrong.empty();
 }
 
-int cmdReplay(std::string const& impl, std::vector<std::string> const& given, bool verbose) {
-    Impl fn = implByName(impl);
+// What `qsa replay` judges: QSA_LEVELS, and --profile or else QSA_PROFILE (contract section 8); eps_r of profile
+// fast: --eps-r or else QSA_FAST_EPS_R. A bad flag is a usage error (exit 2); a bad variable a std::runtime_error
+// (exit 1, "qsa: <message>", as the Python CLI reports QSA_LEVELS / QSA_PROFILE).
+qsa::checks::Selection replaySelection(std::string const& profile, std::string const& epsR) {
+    if (!epsR.empty()) {
+        qsa::ref::fast::Params p;
+        try {
+            p.epsR = qsa::prop::fast::parseEpsR(epsR, "--eps-r");
+        } catch (std::runtime_error const& e) {
+            throw CLI::ValidationError("--eps-r", e.what());
+        }
+        qsa::prop::fast::setParams(p);
+    }
+    qsa::prop::fast::params(); // QSA_FAST_EPS_R checked now, not in the middle of the fixtures
+    if (profile.empty())
+        return qsa::checks::selectionFromEnv();
+    char const* l = std::getenv("QSA_LEVELS");
+    return qsa::checks::parseSelection(l ? l : "", profile);
+}
+
+// outputsDir: the implementation's outputs were written there (`qsa run`, `python -m qsa_fixture run`); exactly
+// one fixture then.
+int cmdReplay(std::string const& impl, std::vector<std::string> const& given, bool verbose,
+              std::string const& profile, std::string const& epsR, std::string const& outputsDir) {
+    qsa::checks::Selection const sel = replaySelection(profile, epsR);
     std::vector<Corpus> corpora;
     std::vector<std::string> const dirs = expandCorpora(given, &corpora);
     std::map<std::string, std::vector<std::string>> regions; // fixture dir -> case.json regions (fixtures read)
-    // What is judged: QSA_LEVELS / QSA_PROFILE (contract section 8; README "Levels and profiles").
-    qsa::checks::Selection const sel = qsa::checks::selectionFromEnv();
+    Impl fn;
+    if (outputsDir.empty()) {
+        fn = implByName(impl);
+    } else {
+        if (dirs.size() != 1)
+            throw CLI::ValidationError("--outputs", "judges the outputs of exactly one fixture, got " +
+                                                        std::to_string(dirs.size()) + " fixture directories");
+        bool isFixture = false;
+        Outputs const o = toOutputs(loadOutputArrays(userPath(outputsDir), &isFixture));
+        fn = [o](Fixture const&) { return o; };
+    }
+    std::string const source = outputsDir.empty() ? "impl=" + impl : "outputs=" + outputsDir;
     int bad = 0, notJudged = 0, unjudgedChecks = 0;
     for (std::string const& d : dirs) {
         Fixture f;
@@ -219,10 +254,14 @@ int cmdReplay(std::string const& impl, std::vector<std::string> const& given, bo
             continue;
         }
         regions[d] = f.regions.value_or(std::vector<std::string>{});
-        ReplayResult r = replay(f, fn, sel);
+        // Profile fast adds check Fixture.DifferentialFast (E1-E5 from the inputs); otherwise this is replay().
+        ReplayResult r = replayFast(f, fn, sel);
         if (!r.anyJudged) {
             ++notJudged;
             std::cout << "NOT_JUDGED " << d << " (inputs level " << r.inputLevel << ")\n";
+        } else if (r.pass && r.partial) {
+            ++notJudged; // a stage without its outputs is never a pass (QSA_FAST_NOT_JUDGED lines say which)
+            std::cout << "NOT_JUDGED " << d << " (profile fast: stages not judged, see QSA_FAST_NOT_JUDGED)\n";
         } else {
             std::cout << (r.pass ? "PASS " : "FAIL ") << d << (r.pass ? "" : ": " + r.summary) << "\n";
         }
@@ -236,7 +275,7 @@ int cmdReplay(std::string const& impl, std::vector<std::string> const& given, bo
                 std::cout << r.report;
         }
     }
-    std::cout << dirs.size() - bad - notJudged << " of " << dirs.size() << " fixtures pass (impl=" << impl << ")";
+    std::cout << dirs.size() - bad - notJudged << " of " << dirs.size() << " fixtures pass (" << source << ")";
     if (notJudged || unjudgedChecks)
         std::cout << "; " << notJudged << " fixtures and " << unjudgedChecks << " checks not judged (" << sel.describe()
                   << ")";
@@ -300,7 +339,29 @@ std::vector<int32_t> loadActualOutIdx(Fixture const& f, std::string const& where
     return v;
 }
 
-int cmdExplain(std::string const& dir, std::string const& rowSpec, std::string const& actualPath, int64_t window) {
+// `explain --profile fast`: the row's logit intervals from the fixture's expected stage outputs or from --actual
+// (a fixture or an output directory: its q_normed, kbar, pool, logits, out_idx).
+int explainFast(Fixture const& f, std::string const& dir, std::string const& actualPath, int64_t b, int64_t t,
+                std::string const& epsR) {
+    replaySelection("fast", epsR);
+    Outputs src = f.expected;
+    std::string name = dir + " (expected outputs)";
+    if (!actualPath.empty()) {
+        if (!fs::is_directory(userPath(actualPath)))
+            throw CLI::ValidationError("--actual", "--profile fast needs an output or fixture directory (its q_normed "
+                                                   "and kbar), got " +
+                                                       actualPath);
+        bool isFixture = false;
+        src = toOutputs(loadOutputArrays(userPath(actualPath), &isFixture));
+        name = actualPath;
+    }
+    FastExplanation const e = explainRowFast(f, src, name, b, t);
+    std::cout << dir << ": " << e.text;
+    return e.violation ? 1 : 0;
+}
+
+int cmdExplain(std::string const& dir, std::string const& rowSpec, std::string const& actualPath, int64_t window,
+               std::string const& profile, std::string const& epsR) {
     Fixture f = readFixture(userPath(dir));
     int64_t const W = qsa::ref::kIndexWidth;
     std::vector<int32_t> actual;
@@ -319,6 +380,8 @@ int cmdExplain(std::string const& dir, std::string const& rowSpec, std::string c
         b = r / f.seqLen();
         t = r % f.seqLen();
     }
+    if (profile == "fast")
+        return explainFast(f, dir, actualPath, b, t, epsR);
     RowProblem const p = rowProblem(f, b, t);
     int32_t const* act = actual.empty() ? nullptr : actual.data() + (b * f.seqLen() + (f.isDecode() ? 0 : t)) * W;
     std::cout << dir << ": " << explainRow(p, act, ExplainOptions{window});
@@ -356,11 +419,23 @@ int main(int argc, char** argv) {
     diff->add_option("a", diffA)->required();
     diff->add_option("b", diffB)->required();
 
-    std::string replayImpl = "reference";
+    std::string replayImpl = "reference", replayProfile, replayEpsR, replayOutputs;
     std::vector<std::string> replayDirs;
     bool verbose = true;
     auto* rep = app.add_subcommand("replay", "replay fixture directories; one line per fixture");
-    rep->add_option("--impl", replayImpl, "reference or gpu")->check(CLI::IsMember({"reference", "gpu"}));
+    auto* repImpl =
+        rep->add_option("--impl", replayImpl, "reference or gpu")->check(CLI::IsMember({"reference", "gpu"}));
+    rep->add_option("--profile", replayProfile,
+                    "ieee (bit for bit), fast (E1-E5 of contract section 9) or none; "
+                    "default $QSA_PROFILE, else ieee")
+        ->check(CLI::IsMember({"ieee", "fast", "none"}));
+    rep->add_option("--eps-r", replayEpsR,
+                    "profile fast: F3's relative error, 2^-N or a float (default "
+                    "$QSA_FAST_EPS_R, else 2^-21)");
+    rep->add_option("--outputs", replayOutputs,
+                    "judge the outputs in this directory (out_idx.npy, pool.npy, split_counters.npy, q_normed.npy, "
+                    "kbar.npy, logits.npy, as `qsa run` writes them) instead of running --impl; one fixture")
+        ->excludes(repImpl);
     rep->add_option("dirs", replayDirs, "fixture directories, or corpus directories (manifest.json)")->required();
     rep->add_flag("!--quiet", verbose, "only the one-line results, no mismatch reports");
 
@@ -370,6 +445,7 @@ int main(int argc, char** argv) {
 
     std::string explainDir, explainRowSpec, explainActual;
     int64_t explainWindow = -1;
+    std::string explainProfile = "ieee", explainEpsR;
     auto* explain = app.add_subcommand(
         "explain", "one row's selection: the contract's order with logit bits, the kSel threshold, the ties "
                    "across it and, with --actual, which block the implementation took instead and why that is wrong");
@@ -380,6 +456,13 @@ int main(int argc, char** argv) {
                         "the implementation's out_idx: a fixture dir, a `qsa run` output dir or a .npy file");
     explain->add_option("--window", explainWindow, "ranks listed at the top and on each side of the threshold")
         ->check(CLI::NonNegativeNumber);
+    explain
+        ->add_option("--profile", explainProfile,
+                     "fast: the row's logit intervals, its threshold's straddling blocks and the E1 intervals of "
+                     "its q_normed (from the expected stage outputs, or --actual's)")
+        ->check(CLI::IsMember({"ieee", "fast"}));
+    explain->add_option("--eps-r", explainEpsR,
+                        "profile fast: F3's relative error (default $QSA_FAST_EPS_R, else 2^-21)");
 
 #ifdef QSA_CORPUS
     qsa::prop::corpus::Options corpusOpt;
@@ -414,11 +497,11 @@ int main(int argc, char** argv) {
         if (*diff)
             return cmdDiff(diffA, diffB);
         if (*rep)
-            return cmdReplay(replayImpl, replayDirs, verbose);
+            return cmdReplay(replayImpl, replayDirs, verbose, replayProfile, replayEpsR, replayOutputs);
         if (*show)
             return cmdShow(showDir);
         if (*explain)
-            return cmdExplain(explainDir, explainRowSpec, explainActual, explainWindow);
+            return cmdExplain(explainDir, explainRowSpec, explainActual, explainWindow, explainProfile, explainEpsR);
 #ifdef QSA_CORPUS
         if (*corpus) {
             std::stringstream ss(corpusRegions);
