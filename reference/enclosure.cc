@@ -296,7 +296,9 @@ LogitBound fromDots(double const P[4], double const M[4], double maxQ, double ma
     double const lo = lower(scale * rLo * (1 - g5) - 2 * 5 * kEta);
     double const hi = upper(scale * rHi * (1 + g5) + 2 * 5 * kEta);
     b.lo = lo < kMinNormal ? 0.0f : rd32(lo); // a subnormal logit may be flushed (F5); relu keeps it >= +0.0
-    if (!bounded || hi >= kFltMax) {
+    // R5: the head sum of the relus (before the scale, as section 4 orders it) may overflow to +inf even when
+    // the scaled logit would not.
+    if (!bounded || hi >= kFltMax || upper(rHi * (1 + g5)) >= kFltMax / 2) {
         b.hi = INFINITY;
         b.ok = false;
     } else {

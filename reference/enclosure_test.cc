@@ -340,6 +340,18 @@ TEST(Enclosure, LogitsContainEveryFastEvaluation) {
     EXPECT_GT(runLogits(noRounding, 300).outside, 0); // planted too tight: caught
 }
 
+// A logit whose scaled value is finite but whose head sum overflows before the scale (found by oracle_fast:
+// 3.09e37 expected, +inf computed) must have an unbounded interval.
+TEST(Enclosure, HeadSumOverflowBeforeTheScaleIsAllowed) {
+    std::vector<uint16_t> q(512, 0), k(128, 0);
+    for (int h = 0; h < 4; ++h)
+        q[h * 128] = fromFloat(DType::kBf16, 1.0e19f);
+    k[0] = fromFloat(DType::kBf16, 9.0e18f); // each dot 9e37, the head sum 3.6e38 > FLT_MAX, times 0.088: 3.2e37
+    LogitBound const b = logitBound(DType::kBf16, q.data(), k.data());
+    EXPECT_EQ(b.hi, INFINITY);
+    EXPECT_FALSE(b.ok);
+}
+
 TEST(Enclosure, LogitBoundsAreNeverNegativeNorNaN) {
     Rng rng(9);
     for (int r = 0; r < 200; ++r) {
