@@ -92,20 +92,26 @@ QSA_PROP(Differential, DecodeStepsHostilePoolMatchReference, 30) {
 
 // nVis > 512, so that B3's radix select really selects (below that every block is taken), on tie-heavy
 // logits: the threshold bin holds many equal keys (+0.0 runs, repeated kbar rows).
-QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
+// nVis > 512 throughout (ctx >= 2052 at the first step) on logits that tie across ranks 512/513 (see
+// PrefillDecode.TiesAtTheSelectionThreshold): the spec of DecodeSelectsAmongManyBlocks and its fast twin.
+DecodeChainSpec manyBlocksTieSpec(int32_t hi) {
     DecodeChainSpec spec = *genDecodeChainSpec(40, 3, true, false);
-    int32_t const hi = implOnGpu() ? 4200 : 2200;
     spec.B = std::min(spec.B, implOnGpu() ? 4 : 1);
     spec.L.resize(spec.B);
     for (int32_t& L : spec.L)
-        L = *flatRange<int32_t>(2051, hi); // ctx >= 2052 at the first step: nVis > 512 throughout
-    // Tie modes whose logits tie across ranks 512/513 (see PrefillDecode.TiesAtTheSelectionThreshold).
+        L = *flatRange<int32_t>(2051, hi);
     spec.act.ties = *pick(Ties::kNegativeDots, Ties::kDupBlocks, Ties::kDeadGammaK, Ties::kDupBlocks);
     spec.act.distinctBlocks = *flatRange<int32_t>(1, 5);
     spec.act.rope = Rope::kIdentity;
     spec.act.extremeGamma = false;
     spec.regime = Regime::kManyBlocks;
     fitPool(spec.pool, int64_t(spec.B) * hi);
+    return spec;
+}
+
+QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
+    int32_t const hi = implOnGpu() ? 4200 : 2200;
+    DecodeChainSpec spec = manyBlocksTieSpec(hi);
     bool tie = false;
     walkDecodeChain(spec, "differential", 1.0, [&](ref::DecodeCase& d, size_t k) {
         ref::DecodeResult const want = ref::runDecode(d);
@@ -179,18 +185,10 @@ QSA_PROP(Differential, DecodeStepsHostilePoolWithinFastEnclosure, implOnGpu() ? 
 
 // nVis > 512 on tie-heavy logits: E4 judges B3's set exactly on the implementation's own logits.
 QSA_PROP(Differential, DecodeSelectsAmongManyBlocksFast, 6) {
-    DecodeChainSpec spec = *genDecodeChainSpec(40, 3, true, false);
     int32_t const hi = implOnGpu() ? 4200 : 2200;
-    spec.B = std::min(spec.B, implOnGpu() ? 4 : 1);
-    spec.L.resize(spec.B);
-    for (int32_t& L : spec.L)
-        L = *flatRange<int32_t>(2051, hi);
-    spec.act.ties = *pick(Ties::kNegativeDots, Ties::kDupBlocks, Ties::kDeadGammaK, Ties::kDupBlocks);
-    spec.act.distinctBlocks = *flatRange<int32_t>(1, 5);
-    spec.act.rope = Rope::kIdentity;
-    spec.act.extremeGamma = false;
-    spec.regime = Regime::kManyBlocks;
-    fitPool(spec.pool, int64_t(spec.B) * hi);
+    // The first case draws judgeable payloads (fast.h): six cases must not miss the floor by the draw.
+    DecodeChainSpec spec = manyBlocksTieSpec(hi);
+    fast::judgeableOnFirstCase(spec.act);
     bool tie = false;
     walkDecodeChain(spec, "differential", 1.0, [&](ref::DecodeCase& d, size_t k) {
         RunOptions ro;
@@ -250,6 +248,11 @@ QSA_PROP(Differential, ChunkedPrefillWithinFastEnclosure, implOnGpu() ? 10 : 1) 
     SpecOptions o;
     o.tieBias = *rc::gen::noShrink(rc::gen::arbitrary<bool>());
     PrefillSpec spec = *rc::gen::noShrink(genPrefillSpec(o));
+    // The chunk boundaries are this property's region: payloads whose intervals are infinite (huge, inf, NaN in
+    // valid rows: PrefillWithinFastEnclosure's region) would leave a one-case CPU run nothing to judge (the floor).
+    if (spec.act.payload == Payload::kHuge || spec.act.payload == Payload::kMixed || spec.act.payload == Payload::kBits)
+        spec.act.payload = Payload::kNormal;
+    spec.act.extremeGamma = false;
     spec.S = implOnGpu() ? *rc::gen::noShrink(pick<int32_t>(2049, 4096, 8192, 6001)) : 2049;
     int32_t const MB = (spec.S + 3) / 4;
     int32_t const minB = int32_t(8388608 / (int64_t(spec.S) * MB)) + 1;

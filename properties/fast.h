@@ -9,16 +9,27 @@
 #include <vector>
 
 #include "properties/fast_judges.h"
+#include "properties/generators.h"
 #include "properties/harness.h"
 
 namespace qsa {
 namespace prop {
 namespace fast {
 
-// Prints tallyLine(id) when the test judged anything under `fast`, and fails it when it judged no row or
-// fewer than a fifth of the elements it met (the floor that keeps a fast check from turning vacuous).
-// QSA_PROP calls start() and finish().
-void finish(std::string const& id);
+// One case of a property (QSA_PROP calls them around every case; endCase only when the case passed): its part
+// of the tally decides whether it was well judged (a row and at least a fifth of the elements it met).
+void beginCase();
+void endCase();
+
+// Before the first case has passed: replaces payloads whose intervals are infinite (huge, inf, NaN in valid rows:
+// kHuge, kMixed, kBits) by kNormal and turns extreme gammas off, so that a run of a few cases meets the floor by
+// construction, not by the draw (the other cases keep every payload).
+void judgeableOnFirstCase(ActSpec& a);
+
+// Prints tallyLine(id) plus the well-judged cases when the test judged anything under `fast`, and, at the default
+// budget or above (`fullBudget`), fails it when no case was well judged (the floor that keeps a fast check from
+// turning vacuous). QSA_PROP calls start() and finish().
+void finish(std::string const& id, bool fullBudget);
 
 // Rows worth judging when judging all is too costly: every row when affordable, else sequence ends, chunk
 // boundaries and `randomRows` random rows.

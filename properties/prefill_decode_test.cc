@@ -56,8 +56,9 @@ QSA_PROP(PrefillDecode, StepsMatchPrefillRows, 60) {
     checkChain(*genDecodeChainSpec(implOnGpu() ? 1100 : 300, 9, true, false), nVisFloor(), 0.0);
 }
 
-// nVis > 512 at every step, with heavy ties so that the 512th and 513th blocks share a logit.
-QSA_PROP(PrefillDecode, TiesAtTheSelectionThreshold, 6) {
+// nVis > 512 at every step, with heavy ties so that the 512th and 513th blocks share a logit: the spec of
+// TiesAtTheSelectionThreshold and its fast twin.
+DecodeChainSpec thresholdTieSpec() {
     DecodeChainSpec spec;
     spec.B = *flatRange<int32_t>(1, implOnGpu() ? 4 : 2);
     // ctx >= 2052 from the first step on (nVis >= 513), so that every step selects.
@@ -73,7 +74,11 @@ QSA_PROP(PrefillDecode, TiesAtTheSelectionThreshold, 6) {
     spec.pool = *genPoolSpec(false, int64_t(spec.B) * 2080);
     spec.splitCounters = true;
     spec.regime = Regime::kManyBlocks;
-    checkChain(spec, 1.0, kThresholdTieFloor);
+    return spec;
+}
+
+QSA_PROP(PrefillDecode, TiesAtTheSelectionThreshold, 6) {
+    checkChain(thresholdTieSpec(), 1.0, kThresholdTieFloor);
 }
 
 // ---- profile `fast` (contract section 9.2): the decode step's set and the prefill row's set may differ only in
@@ -171,18 +176,9 @@ QSA_PROP(PrefillDecode, StepsMatchPrefillRowsFast, implOnGpu() ? 60 : 20) {
 }
 
 QSA_PROP(PrefillDecode, TiesAtTheSelectionThresholdFast, 6) {
-    DecodeChainSpec spec;
-    spec.B = *flatRange<int32_t>(1, implOnGpu() ? 4 : 2);
-    spec.L = *rc::gen::container<std::vector<int32_t>>(size_t(spec.B), flatRange<int32_t>(2051, 2062));
-    spec.steps = *flatRange<int32_t>(1, implOnGpu() ? 10 : 5);
-    spec.act = *genActSpec(true, false);
-    spec.act.ties = *pick(Ties::kDupBlocks, Ties::kNegativeDots, Ties::kDupBlocks, Ties::kDeadGammaK);
-    spec.act.distinctBlocks = *flatRange<int32_t>(1, 5);
-    spec.act.rope = Rope::kIdentity;
-    spec.act.extremeGamma = false;
-    spec.pool = *genPoolSpec(false, int64_t(spec.B) * 2080);
-    spec.splitCounters = true;
-    spec.regime = Regime::kManyBlocks;
+    // The first case draws judgeable payloads (fast.h): six cases must not miss the floor by the draw.
+    DecodeChainSpec spec = thresholdTieSpec();
+    fast::judgeableOnFirstCase(spec.act);
     checkChainFast(spec, 1.0, kThresholdTieFloor);
 }
 

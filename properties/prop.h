@@ -42,10 +42,12 @@ void checkProperty(std::string const& id, int defaultCases, rc::detail::Property
         ::qsa::prop::fast::start();                                                                                    \
         ::qsa::prop::coverage::Run qsaCoverage_(#Suite "." #Name, (DefaultCases));                                     \
         ::qsa::prop::checkProperty(#Suite "." #Name, (DefaultCases), ::rc::detail::toProperty([] {                     \
+                                       ::qsa::prop::fast::beginCase();                                                 \
                                        ::qsa::prop::coverage::runCase(&qsaProp_##Suite##_##Name);                      \
+                                       ::qsa::prop::fast::endCase();                                                   \
                                    }));                                                                                \
         ::qsa::prop::coverage::finish(qsaCoverage_);                                                                   \
-        ::qsa::prop::fast::finish(#Suite "." #Name);                                                                   \
+        ::qsa::prop::fast::finish(#Suite "." #Name, qsaCoverage_.enforced());                                          \
     }                                                                                                                  \
     static void qsaProp_##Suite##_##Name()
 
