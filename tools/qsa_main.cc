@@ -225,8 +225,8 @@ qsa::checks::Selection replaySelection(std::string const& profile, std::string c
 
 // outputsDir: the implementation's outputs were written there (`qsa run`, `python -m qsa_fixture run`); exactly
 // one fixture then.
-int cmdReplay(std::string const& impl, std::vector<std::string> const& given, bool verbose,
-              std::string const& profile, std::string const& epsR, std::string const& outputsDir) {
+int cmdReplay(std::string const& impl, std::vector<std::string> const& given, bool verbose, std::string const& profile,
+              std::string const& epsR, std::string const& outputsDir) {
     qsa::checks::Selection const sel = replaySelection(profile, epsR);
     std::vector<Corpus> corpora;
     std::vector<std::string> const dirs = expandCorpora(given, &corpora);
