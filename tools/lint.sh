@@ -20,7 +20,7 @@ if ((${#bzl[@]})); then
     # are off; every other default warning is on.
     native=-native-cc-library,-native-cc-test,-native-cc-binary,-native-cc-import,-native-sh-test,-native-sh-binary
     native=$native,-native-cc-common,-native-cc-info,-native-cc-toolchain,-native-py
-    "$buildifier" --mode=check --lint=warn --warnings="$native" "${bzl[@]}" || { echo "lint: buildifier: run $buildifier --lint=fix on the files above"; rc=1; }
+    "$buildifier" --mode=check --lint=warn --warnings="$native" "${bzl[@]}" || { echo "lint: buildifier: run $buildifier --lint=fix --warnings=$native on the files above"; rc=1; }
 fi
 ((rc == 0)) && echo "lint: clean (${#cxx[@]} C++/CUDA files, ${#bzl[@]} Bazel files)"
 exit $rc
