@@ -154,6 +154,15 @@ bool anyTie(std::vector<float> const& logits, int64_t stride, std::vector<std::p
     return false;
 }
 
+// The names `hit` marks, in regionNames()' order (a fixture's `regions` field).
+std::vector<std::string> hitNames(std::map<std::string, bool> const& hit) {
+    std::vector<std::string> out;
+    for (std::string const& n : regionNames())
+        if (hit.count(n) && hit.at(n))
+            out.push_back(n);
+    return out;
+}
+
 // The regions of a prefill fixture (regions.h, and the properties' padded_rows / tie_at_rank_512).
 std::vector<std::string> prefillRegionNames(ref::PrefillCase const& c, std::vector<float> const& logits) {
     PrefillRegions const r = prefillRegions(c);
@@ -183,11 +192,7 @@ std::vector<std::string> prefillRegionNames(ref::PrefillCase const& c, std::vect
                                        {"hole_used", r.holeUsed},
                                        {"out_of_plane_used", r.outOfPlaneUsed},
                                        {"truncated_hit", r.truncatedHit}};
-    std::vector<std::string> out;
-    for (std::string const& n : regionNames())
-        if (hit.count(n) && hit.at(n))
-            out.push_back(n);
-    return out;
+    return hitNames(hit);
 }
 
 // The regions of one decode step (regions.h on the step, and decode_stages_test's invalid_row /
@@ -214,11 +219,7 @@ std::vector<std::string> decodeRegionNames(ref::DecodeCase const& d, std::vector
                                        {"page_edge", r.pageEdge},
                                        {"invalid_row", invalid},
                                        {"valid_at_floor_edge", edge}};
-    std::vector<std::string> out;
-    for (std::string const& n : regionNames())
-        if (hit.count(n) && hit.at(n))
-            out.push_back(n);
-    return out;
+    return hitNames(hit);
 }
 
 template <typename Spec>

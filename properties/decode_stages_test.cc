@@ -127,10 +127,9 @@ void coverStage(ref::DecodeCase const& d, bool hardened) {
 
 // One stage case, generated, covered and captured, run by the implementation over a workspace filled with
 // a drawn fill (shrinking towards the first of `fills`; seeded by ctx[0] + `fillSeedOffset`) with the
-// section-6 slots qNormed and logits read back, and by the reference; fails with what mismatch(d, got, want)
-// reports.
-template <typename Mismatch>
-void checkStageCase(bool hardened, rc::Gen<Fill> const& fills, uint64_t fillSeedOffset, Mismatch mismatch) {
+// section-6 slots qNormed and logits read back; fails with what judge(d, got) reports.
+template <typename Judge>
+void judgeStageCase(bool hardened, rc::Gen<Fill> const& fills, uint64_t fillSeedOffset, Judge judge) {
     StageCase const s = *genStageCase(hardened);
     coverStage(s.d, hardened);
     coverage::cover("q_cancel", s.qCancel, 0.25);
@@ -140,7 +139,15 @@ void checkStageCase(bool hardened, rc::Gen<Fill> const& fills, uint64_t fillSeed
     ro.fillSeed = uint64_t(s.d.contextLengths[0]) + fillSeedOffset;
     ro.readStages = true;
     DecodeOut const got = runImplDecode(s.d, ro);
-    QSA_REQUIRE_EMPTY(mismatch(s.d, got, ref::runDecode(s.d)));
+    QSA_REQUIRE_EMPTY(judge(s.d, got));
+}
+
+// Profile ieee: the stage case against the reference, with what mismatch(d, got, want) reports.
+template <typename Mismatch>
+void checkStageCase(bool hardened, rc::Gen<Fill> const& fills, uint64_t fillSeedOffset, Mismatch mismatch) {
+    judgeStageCase(hardened, fills, fillSeedOffset, [&](ref::DecodeCase const& d, DecodeOut const& got) {
+        return mismatch(d, got, ref::runDecode(d));
+    });
 }
 
 // B1: the first element of slot qNormed that differs from the reference's q output ("" when none).
@@ -177,35 +184,23 @@ QSA_PROP(DecodeStages, B2LogitsHostilePoolMatchReference, 40) {
 }
 
 // Profile `fast` (section 9.2): B1's q output inside its E1 intervals (zeros of invalid rows exact); B2's
-// logits inside their E2 intervals from the implementation's own q slot and V-tails.
-template <typename Judge>
-void checkStageCaseFast(bool hardened, rc::Gen<Fill> const& fills, uint64_t fillSeedOffset, Judge judge) {
-    StageCase const s = *genStageCase(hardened);
-    coverStage(s.d, hardened);
-    coverage::cover("q_cancel", s.qCancel, 0.25);
-    Capture cap("decode_stages", s.description, s.d);
-    RunOptions ro;
-    ro.workspaceFill = *fills;
-    ro.fillSeed = uint64_t(s.d.contextLengths[0]) + fillSeedOffset;
-    ro.readStages = true;
-    DecodeOut const got = runImplDecode(s.d, ro);
-    QSA_REQUIRE_EMPTY(judge(s.d, got));
-}
+// logits inside their E2 intervals from the implementation's own q slot and V-tails (judgeStageCase with
+// fast::judgeDecodeQ / fast::judgeDecodeLogits).
 
 QSA_PROP(DecodeStages, B1QPrepWithinFastEnclosure, 60) {
-    checkStageCaseFast(false, pick(Fill::kGarbage, Fill::kNaN, Fill::kZero), 0, fast::judgeDecodeQ);
+    judgeStageCase(false, pick(Fill::kGarbage, Fill::kNaN, Fill::kZero), 0, fast::judgeDecodeQ);
 }
 
 QSA_PROP(DecodeStages, B1QPrepHostilePoolWithinFastEnclosure, 60) {
-    checkStageCaseFast(true, pick(Fill::kGarbage, Fill::kNaN, Fill::kZero), 2, fast::judgeDecodeQ);
+    judgeStageCase(true, pick(Fill::kGarbage, Fill::kNaN, Fill::kZero), 2, fast::judgeDecodeQ);
 }
 
 QSA_PROP(DecodeStages, B2LogitsWithinFastEnclosure, 60) {
-    checkStageCaseFast(false, pick(Fill::kNaN, Fill::kGarbage, Fill::kZero), 1, fast::judgeDecodeLogits);
+    judgeStageCase(false, pick(Fill::kNaN, Fill::kGarbage, Fill::kZero), 1, fast::judgeDecodeLogits);
 }
 
 QSA_PROP(DecodeStages, B2LogitsHostilePoolWithinFastEnclosure, 60) {
-    checkStageCaseFast(true, pick(Fill::kNaN, Fill::kGarbage, Fill::kZero), 3, fast::judgeDecodeLogits);
+    judgeStageCase(true, pick(Fill::kNaN, Fill::kGarbage, Fill::kZero), 3, fast::judgeDecodeLogits);
 }
 
 } // namespace

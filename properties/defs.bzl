@@ -6,10 +6,8 @@ linked into the CPU variant <name> (host harness, //oracle as the implementation
 
 load("//bazel:cc.bzl", "qsa_cc_test")
 
-# The _fast variants' budget: QSA_BUDGET_SCALE times kCpuBudgetFactor (2) times the listed case counts. 0.5 runs
-# exactly the listed count, the least at which coverage floors are still judged (README "Budgets"). They carry the
-# tag fast_twin: .ci/run's 5x-budget step leaves them out (their env sets the scale; 5x would be 10x their budget).
-FAST_BUDGET_SCALE = "0.5"
+# The _fast variants carry the tag fast_twin: .ci/run's 10x-budget CPU step (the reference against the literal
+# oracle, issue 13) leaves them out; they run at the listed counts in `bazel test //...` and under ASan.
 
 def qsa_property_test(name, srcs, shard_count = 2, size = "medium"):
     """Declares `name_lib`, the CPU variants `name` and `name_fast` and the GPU variant `name_gpu` of one source.
@@ -38,7 +36,7 @@ def qsa_property_test(name, srcs, shard_count = 2, size = "medium"):
     # within section 9.1's freedoms; the ieee checks are not judged there (QSA_NOT_JUDGED, skipped).
     variants = [
         ("", False, [":harness_host", "//oracle"], None, []),
-        ("_fast", False, [":harness_host", "//oracle:oracle_fast"], {"QSA_BUDGET_SCALE": FAST_BUDGET_SCALE, "QSA_PROFILE": "fast"}, ["fast_twin"]),
+        ("_fast", False, [":harness_host", "//oracle:oracle_fast"], {"QSA_PROFILE": "fast"}, ["fast_twin"]),
         ("_gpu", True, [":harness_gpu"], None, []),
     ]
     for suffix, gpu, backend, env, tags in variants:

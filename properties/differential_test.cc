@@ -204,13 +204,20 @@ QSA_PROP(Differential, DecodeSelectsAmongManyBlocksFast, 6) {
     coverage::cover("tie_at_rank_512", tie, kThresholdTieFloor);
 }
 
-// Always chunked (B * S * MB > 8388608, so Rc < B * S): sampled rows around every chunk boundary equal the
-// reference, and a sequence's rows equal its rows when it runs alone (where the boundaries fall elsewhere).
-QSA_PROP(Differential, ChunkedPrefillMatchesReference, implOnGpu() ? 10 : 1) {
-    // No shrinking: every case is large, and what is shrinkable here does not make it smaller.
+// The chunked twins' case: B * S * MB > 8388608, so Rc < B * S and every batch is cut into chunks. No
+// shrinking: every case is large, and what is shrinkable here does not make it smaller. judgeable (the `fast`
+// twin): the chunk boundaries are its region, so payloads whose intervals are infinite (huge, inf, NaN in valid
+// rows: PrefillWithinFastEnclosure's region) would leave a one-case CPU run nothing to judge (the floor).
+PrefillSpec chunkedSpec(bool judgeable) {
     SpecOptions o;
     o.tieBias = *rc::gen::noShrink(rc::gen::arbitrary<bool>());
     PrefillSpec spec = *rc::gen::noShrink(genPrefillSpec(o));
+    if (judgeable) {
+        if (spec.act.payload == Payload::kHuge || spec.act.payload == Payload::kMixed ||
+            spec.act.payload == Payload::kBits)
+            spec.act.payload = Payload::kNormal;
+        spec.act.extremeGamma = false;
+    }
     spec.S = implOnGpu() ? *rc::gen::noShrink(pick<int32_t>(2049, 4096, 8192, 6001)) : 2049;
     int32_t const MB = (spec.S + 3) / 4;
     int32_t const minB = int32_t(8388608 / (int64_t(spec.S) * MB)) + 1;
@@ -221,6 +228,13 @@ QSA_PROP(Differential, ChunkedPrefillMatchesReference, implOnGpu() ? 10 : 1) {
         spec.ctx.push_back(b % 3 == 1 ? spec.S - 1 - 4 * b : spec.S);
     spec.hasPool = false;
     spec.regime = Regime::kChunked;
+    return spec;
+}
+
+// Always chunked (B * S * MB > 8388608, so Rc < B * S): sampled rows around every chunk boundary equal the
+// reference, and a sequence's rows equal its rows when it runs alone (where the boundaries fall elsewhere).
+QSA_PROP(Differential, ChunkedPrefillMatchesReference, implOnGpu() ? 10 : 1) {
+    PrefillSpec const spec = chunkedSpec(false);
     ref::PrefillCase const c = toCase(spec);
     coverPrefill(prefillRegions(c), 0.0, 1.0);
     Capture cap("differential", describe(spec), c);
@@ -245,24 +259,7 @@ QSA_PROP(Differential, ChunkedPrefillMatchesReference, implOnGpu() ? 10 : 1) {
 
 // Always chunked, judged under `fast`: stages on every row, E3 on rows around every chunk boundary.
 QSA_PROP(Differential, ChunkedPrefillWithinFastEnclosure, implOnGpu() ? 10 : 1) {
-    SpecOptions o;
-    o.tieBias = *rc::gen::noShrink(rc::gen::arbitrary<bool>());
-    PrefillSpec spec = *rc::gen::noShrink(genPrefillSpec(o));
-    // The chunk boundaries are this property's region: payloads whose intervals are infinite (huge, inf, NaN in
-    // valid rows: PrefillWithinFastEnclosure's region) would leave a one-case CPU run nothing to judge (the floor).
-    if (spec.act.payload == Payload::kHuge || spec.act.payload == Payload::kMixed || spec.act.payload == Payload::kBits)
-        spec.act.payload = Payload::kNormal;
-    spec.act.extremeGamma = false;
-    spec.S = implOnGpu() ? *rc::gen::noShrink(pick<int32_t>(2049, 4096, 8192, 6001)) : 2049;
-    int32_t const MB = (spec.S + 3) / 4;
-    int32_t const minB = int32_t(8388608 / (int64_t(spec.S) * MB)) + 1;
-    spec.B = std::min(minB + (implOnGpu() ? *rc::gen::noShrink(flatRange<int32_t>(0, 3)) : 0),
-                      std::max(minB, 32768 / spec.S));
-    spec.ctx.clear();
-    for (int32_t b = 0; b < spec.B; ++b)
-        spec.ctx.push_back(b % 3 == 1 ? spec.S - 1 - 4 * b : spec.S);
-    spec.hasPool = false;
-    spec.regime = Regime::kChunked;
+    PrefillSpec const spec = chunkedSpec(true);
     ref::PrefillCase const c = toCase(spec);
     coverPrefill(prefillRegions(c), 0.0, 1.0);
     Capture cap("differential", describe(spec), c);

@@ -135,8 +135,7 @@ void checkProperty(std::string const& id, int defaultCases, rc::detail::Property
     rc::detail::TestParams params = rc::detail::configuration().testParams;
     // Every case of the property, with this shard's seed; RC_PARAMS max_success= / seed= still override.
     ShardEnv const& sh = shardEnv();
-    int const listed = implOnGpu() ? defaultCases : defaultCases * kCpuBudgetFactor;
-    int const cases = rcParamsHas("max_success") ? params.maxSuccess : scaledDefault(listed);
+    int const cases = rcParamsHas("max_success") ? params.maxSuccess : scaledDefault(defaultCases);
     uint64_t base = params.seed;
     if (char const* b = std::getenv("QSA_BASE_SEED"))
         base = std::strtoull(b, nullptr, 10);
