@@ -2,7 +2,7 @@
 // source of kernels/ agree, every mutant has its class under profile `fast`, and the production builds of
 // //kernels:qsa_kernels and :qsa_kernels_fast carry no mutant code (see README.md). Args: catalog.tsv, the kernel
 // sources (//kernels:hook_sources: every .cu / .cuh / .h, so a new file is checked without editing this test),
-// --archives, the production archives of both.
+// --archives, the production archive(s) to check (catalog_test: qsa_kernels; catalog_fast_test: qsa_kernels_fast).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
