@@ -145,9 +145,8 @@ void judgeStageCase(bool hardened, rc::Gen<Fill> const& fills, uint64_t fillSeed
 // Profile ieee: the stage case against the reference, with what mismatch(d, got, want) reports.
 template <typename Mismatch>
 void checkStageCase(bool hardened, rc::Gen<Fill> const& fills, uint64_t fillSeedOffset, Mismatch mismatch) {
-    judgeStageCase(hardened, fills, fillSeedOffset, [&](ref::DecodeCase const& d, DecodeOut const& got) {
-        return mismatch(d, got, ref::runDecode(d));
-    });
+    judgeStageCase(hardened, fills, fillSeedOffset,
+                   [&](ref::DecodeCase const& d, DecodeOut const& got) { return mismatch(d, got, ref::runDecode(d)); });
 }
 
 // B1: the first element of slot qNormed that differs from the reference's q output ("" when none).
