@@ -85,6 +85,7 @@ FAST_PLANTS = [
     struct(plant = 24, binary = "decode_stages_test", filter = "DecodeStages.B2LogitsWithinFastEnclosure", expect = ["QSA_CHECK_FAILED DecodeStages.B2LogitsWithinFastEnclosure"], changes = "decode.B2.logits"),
     struct(plant = 25, binary = "differential_test", filter = "Differential.PrefillWithinFastEnclosure", expect = ["QSA_CHECK_FAILED Differential.PrefillWithinFastEnclosure"], changes = "prefill.K1b.kbar"),
     struct(plant = 26, binary = "differential_test", filter = "Differential.DecodeStepsWithinFastEnclosure", expect = ["QSA_CHECK_FAILED Differential.DecodeStepsWithinFastEnclosure"], changes = "decode.B2.logits"),
+    struct(plant = 27, binary = "differential_test", filter = "Differential.PrefillWithinFastEnclosure", expect = ["QSA_CHECK_FAILED Differential.PrefillWithinFastEnclosure"], changes = "prefill.outIdx"),
 ]
 
 FAST_PLANT_TAGS = []
@@ -97,7 +98,7 @@ PLANT_SITES = {
     "api.cc": [8],
     "decode.cc": [6, 10, 11, 15, 17, 25, 26],
     "fast.cc": [22, 23, 24],
-    "prefill.cc": [1, 2, 3, 4, 5, 7, 9, 12, 13, 14, 16, 25],
+    "prefill.cc": [1, 2, 3, 4, 5, 7, 9, 12, 13, 14, 16, 25, 27],
 }
 
 def _stage_library(name, src, plant, fast, testonly):

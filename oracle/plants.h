@@ -31,6 +31,8 @@
 //  24 fast differential K2 / B2: q head 3 dropped (read as zeros)
 //  25 fast differential K1b and B1's block completion: the kbar rope at position 4g + 3 instead of 4g
 //  26 fast differential decode B2: blocks 4g >= 128 read the V-tail of token 4g - 128 (the wrong page)
+//  27 fast differential prefill sort: equal logits by descending id (kernel mutant 21: the selection rule,
+//                      exact under `fast`, decided on exact ties such as relu's +0.0)
 #pragma once
 
 #ifndef QSA_PLANT
@@ -41,7 +43,7 @@ namespace qsa {
 namespace oracle {
 
 constexpr int kPlant = QSA_PLANT;
-static_assert(kPlant >= 0 && kPlant <= 26, "QSA_PLANT: 0 (none) or a plant of oracle/plants.h");
+static_assert(kPlant >= 0 && kPlant <= 27, "QSA_PLANT: 0 (none) or a plant of oracle/plants.h");
 
 } // namespace oracle
 } // namespace qsa

@@ -200,7 +200,11 @@ void sortRows(PrefillSlots const& ws, int64_t n, int64_t MB) {
             float const l = ws.keys[i * MB + g];
             row[g] = Entry{prefillKey(l), ws.values[i * MB + g], l};
         }
-        std::stable_sort(row.begin(), row.end(), [](Entry const& x, Entry const& y) { return x.key > y.key; });
+        std::stable_sort(row.begin(), row.end(), [](Entry const& x, Entry const& y) {
+            if (kPlant == 27 && x.key == y.key) // Plant 27: equal logits by descending id (kernel mutant 21)
+                return x.value > y.value;
+            return x.key > y.key;
+        });
         for (int64_t g = 0; g < MB; ++g) {
             ws.keysAlt[i * MB + g] = row[g].logit;
             ws.valuesAlt[i * MB + g] = row[g].value;

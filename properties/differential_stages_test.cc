@@ -17,6 +17,7 @@
 
 #include "kernels/qsaIndexerKernels.h"
 #include "kernels/test_cub_query.h"
+#include "properties/fast.h"
 #include "properties/prop.h"
 #include "reference/numerics.h"
 #include "reference/stages.h"
@@ -180,6 +181,56 @@ QSA_PROP(Stages, PrefillStagesMatchReference, 40) {
     RC_TAG(mixed ? "mixed-magnitude raw k" : "generated raw k");
     std::string const m = c.dtype == ref::DType::kHalf ? stagesVsReference<__half>(c, r0, r1)
                                                        : stagesVsReference<__nv_bfloat16>(c, r0, r1);
+    QSA_REQUIRE_EMPTY(m.empty() ? m : m + " (K2 rows [" + std::to_string(r0) + ", " + std::to_string(r1) + "))");
+}
+
+// Profile `fast` (section 9.2) through the public stage launchers (section 2): K1a and K1b inside their E1
+// intervals (E5 zeros), then K2 on the launchers' OWN qNormed and kbar: visible logits inside their E2 intervals,
+// invisible entries and padded rows exactly -FLT_MAX (section 9.1 keeps them exact). No runner reads an
+// invisible entry, so only this check sees a K2 that writes one (kernel mutant 16).
+template <typename T>
+std::string stagesWithinFast(ref::PrefillCase const& c, int64_t r0, int64_t r1) {
+    int32_t const B = c.batchSize, S = c.seqLen, MB = (S + 3) / 4;
+    DeviceBuffer<uint16_t> qk(c.indexQk), wQ(c.wQ), wK(c.wK);
+    DeviceBuffer<float> cs(c.cosSin);
+    DeviceBuffer<int32_t> ctx(c.contextLengths);
+    DeviceBuffer<uint16_t> q = garbage<uint16_t>(size_t(B) * S * 512);
+    kn::launchQsaQPrep<T>(q.as<T>(), qk.as<T const>(), cs.get(), ctx.get(), wQ.as<T const>(), c.rmsEps, B, S, nullptr);
+    DeviceBuffer<uint16_t> kb = garbage<uint16_t>(size_t(B) * MB * 128, 0x5A);
+    kn::launchQsaKCompress<T>(kb.as<T>(), qk.as<T const>(), cs.get(), ctx.get(), wK.as<T const>(), c.rmsEps, B, S, MB,
+                              0, MB, 0, nullptr);
+    PrefillOut got;
+    got.qNormed = q.download();
+    got.kbar = kb.download();
+    std::string const m = fast::judgePrefillStages(c, got);
+    if (!m.empty())
+        return m;
+    DeviceBuffer<float> l = garbage<float>(size_t(r1 - r0) * MB, 0x7F);
+    kn::launchQsaScores<T>(l.get(), q.as<T const>(), kb.as<T const>(), ctx.get(), B, S, int32_t(r0), int32_t(r1),
+                           nullptr);
+    return fast::judgePrefillLogits(c, got, l.download(), r0, r1);
+}
+
+QSA_PROP(Stages, PrefillStagesWithinFastEnclosure, 40) {
+    SpecOptions o;
+    o.tieBias = *rc::gen::arbitrary<bool>();
+    PrefillSpec spec = *genPrefillSpec(o);
+    // The E2 bounds of every row (GEMMs in double) stay cheap: one sequence of S <= 4096 past 2^22 logits.
+    if (int64_t(spec.B) * spec.S * ((spec.S + 3) / 4) > (int64_t(1) << 22)) {
+        spec.B = 1;
+        spec.S = std::min(spec.S, 4096);
+        spec.ctx.resize(1);
+        spec.ctx[0] = std::min(spec.ctx[0], spec.S);
+    }
+    fast::judgeableOnFirstCase(spec.act);
+    ref::PrefillCase const c = toCase(spec);
+    int64_t const rows = int64_t(c.batchSize) * c.seqLen;
+    bool const allRows = *rc::gen::arbitrary<bool>();
+    int64_t const r0 = allRows ? 0 : *rc::gen::inRange<int64_t>(0, rows);
+    int64_t const r1 = allRows ? rows : std::min(rows, r0 + *rc::gen::inRange<int64_t>(1, 513));
+    Capture cap("stages", describe(spec), c);
+    std::string const m =
+        c.dtype == ref::DType::kHalf ? stagesWithinFast<__half>(c, r0, r1) : stagesWithinFast<__nv_bfloat16>(c, r0, r1);
     QSA_REQUIRE_EMPTY(m.empty() ? m : m + " (K2 rows [" + std::to_string(r0) + ", " + std::to_string(r1) + "))");
 }
 

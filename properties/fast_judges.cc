@@ -389,6 +389,54 @@ std::string judgeDecodeLogits(ref::DecodeCase const& d, DecodeOut const& got) {
     return "";
 }
 
+std::string judgePrefillLogits(ref::PrefillCase const& c, PrefillOut const& got, std::vector<float> const& logits,
+                               int64_t r0, int64_t r1) {
+    int32_t const S = c.seqLen, MB = (S + 3) / 4;
+    Tally& tl = tally();
+    // Batches of at most 256 rows of one sequence: one GEMM per head for their bounds.
+    for (int64_t lo = r0; lo < r1;) {
+        int32_t const b = int32_t(lo / S), ctx = ctxOf(c, b);
+        int64_t const hi = std::min({r1, int64_t(b + 1) * S, lo + 256});
+        ref::fast::KbarRows const kb(c.dtype, &got.kbar[size_t(b) * MB * 128], MB);
+        std::vector<uint16_t const*> qs;
+        std::vector<int32_t> nv;
+        for (int64_t r = lo; r < hi; ++r) {
+            int32_t const t = int32_t(r % S);
+            qs.push_back(&got.qNormed[size_t(r) * 512]);
+            nv.push_back(t < ctx ? (t + 1) / 4 : 0); // padded rows: no visible entry
+        }
+        std::vector<std::vector<LogitBound>> const all = kb.boundsRows(qs, nv, params());
+        for (int64_t r = lo; r < hi; ++r) {
+            size_t const i = size_t(r - lo);
+            int32_t const t = int32_t(r % S);
+            float const* row = &logits[size_t(r - r0) * MB];
+            tl.judgedRows += nv[i] > 0;
+            for (int32_t g = 0; g < MB; ++g) {
+                float const v = row[g];
+                uint32_t const bits = ref::floatBits(v);
+                std::string const where = "K2 logits (stage launcher) b=" + std::to_string(b) +
+                                          " t=" + std::to_string(t) + " (ctx " + std::to_string(ctx) + ", nVis " +
+                                          std::to_string(nv[i]) + ") block g=" + std::to_string(g);
+                char buf[64];
+                std::snprintf(buf, sizeof(buf), "0x%08x (%.9g)", bits, v);
+                if (g >= nv[i]) {
+                    if (bits != 0xFF7FFFFFu)
+                        return where + ": got " + buf + ", an invisible entry must be -FLT_MAX (0xff7fffff) (E5)";
+                    continue;
+                }
+                LogitBound const& lb = all[i][size_t(g)];
+                (lb.ok ? tl.judgedElements : tl.unjudgedElements) += 1;
+                // NaN, -0.0 and values outside the interval fail (section 9.1: relu gives +0.0; E2).
+                if (std::isnan(v) || bits == 0x80000000u || v < lb.lo || v > lb.hi)
+                    return where + ": got " + buf + ", outside its interval " + interval(lb.lo, lb.hi) +
+                           " from the launchers' own qNormed and kbar (E2)" + epsTag();
+            }
+        }
+        lo = hi;
+    }
+    return "";
+}
+
 std::vector<LogitBound> decodeRowBounds(ref::DecodeCase const& d, std::vector<uint16_t> const& qNormed,
                                         std::vector<uint16_t> const& pool, int32_t b) {
     int32_t const nVis = d.contextLengths[b] / 4;

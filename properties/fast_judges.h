@@ -69,6 +69,11 @@ std::string judgeDecodeRest(ref::DecodeCase const& d, DecodeOut const& got, bool
 std::string judgeDecodePool(ref::DecodeCase const& d, DecodeOut const& got, bool hardened);
 std::string judgeDecodeSelection(ref::DecodeCase const& d, DecodeOut const& got);
 
+// K2 through its stage launcher (contract section 2) on rows [r0, r1): `logits` [(r1 - r0), MB] from `got`'s qNormed
+// and kbar (the launchers' own outputs): E2 on every visible entry (never NaN or -0.0), E5 on the rest (invisible
+// entries and padded rows exactly -FLT_MAX, section 4).
+std::string judgePrefillLogits(ref::PrefillCase const& c, PrefillOut const& got, std::vector<float> const& logits,
+                               int64_t r0, int64_t r1);
 // Logit bounds of prefill row (b, t) from the implementation's own qNormed / kbar slots.
 std::vector<ref::fast::LogitBound> prefillRowBounds(ref::PrefillCase const& c, PrefillOut const& got, int32_t b,
                                                     int32_t t);

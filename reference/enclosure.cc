@@ -14,7 +14,10 @@
 //        max(1, |f|) over the remaining factors f, and by (1 + gamma) factors (< 2): hence the `abs` terms
 //        (ops x 2^-126 x that product x 2);
 //   (R5) overflow: if every intermediate magnitude is provably below FLT_MAX / 2, nothing overflows; otherwise
-//        the element is unjudged (or, for a logit, its upper bound is +inf).
+//        the element is unjudged (or, for a logit, its upper bound is +inf);
+//   (R6) exact zeros: a dot whose products are all exact zeros (sum |q||k| = 0) is +-0.0 in any order, and a
+//        dot whose enclosure lies in (-inf, 0] gives relu +0.0; when all four heads are such, the head sum
+//        and the scale see only +0.0: the logit is exactly +0.0, a point interval.
 // This file's own double arithmetic rounds too (2^-53 per operation, at most a few hundred operations per
 // bound): every bound is widened by kSlack = 2^-40 relative, far above that and far below u.
 #include "reference/enclosure.h"
@@ -282,14 +285,27 @@ LogitBound fromDots(double const P[4], double const M[4], double maxQ, double ma
     double const g128 = gamma(128, p), g5 = gamma(5, p);
     double rLo = 0, rHi = 0;
     bool bounded = true;
+    int certainlyZero = 0; // heads whose relu is +0.0 for every result F1-F5 allow
     for (int h = 0; h < 4; ++h) {
+        if (M[h] == 0) { // R6: every product is an exact zero (M = sum |q||k| is NaN when inf meets 0)
+            ++certainlyZero;
+            continue;
+        }
         if (M[h] * (1 + g128) >= kFltMax / 2) { // R5: the dot may overflow to inf or NaN: relu gives [0, inf]
             bounded = false;
             continue;
         }
         double const err = g128 * upper(M[h]) + 128 * kEta * amp(std::max(maxQ, maxK)) + 2 * 255 * kEta;
+        certainlyZero += upper(P[h] + err) <= 0; // R6: every allowed dot is <= 0
         rLo += std::max(0.0, lower(P[h] - err));
         rHi += std::max(0.0, upper(P[h] + err));
+    }
+    // R6: four relus of +0.0 sum to +0.0 exactly in any order or fma, and +0.0 * scale is +0.0: the logit is a
+    // point, so exact ties among such blocks (relu's runs of +0.0) decide the selection by id (E3, mutant 21).
+    if (certainlyZero == 4) {
+        LogitBound z;
+        z.lo = z.hi = 0.0f;
+        return z;
     }
     double const scale = logitScale();
     LogitBound b;

@@ -352,6 +352,51 @@ TEST(Enclosure, HeadSumOverflowBeforeTheScaleIsAllowed) {
     EXPECT_FALSE(b.ok);
 }
 
+// R6: a block whose four relus are certainly +0.0 (every head's dot an exact zero, or certainly <= 0) has the
+// point interval [+0, +0], and every fast evaluation gives +0.0 bits: exact ties among such blocks (relu's runs
+// of +0.0) are decided by id (E3; kernel mutant 21 and oracle plant 27 reverse that order). One head that may be
+// positive leaves the interval open.
+TEST(Enclosure, CertainlyZeroReluLogitsArePoints) {
+    Rng rng(11);
+    int points = 0, evaluations = 0;
+    for (int r = 0; r < 400; ++r) {
+        DType const dt = rng.below(2) ? DType::kHalf : DType::kBf16;
+        std::vector<uint16_t> q(512), k(128, 0);
+        for (uint16_t& v : q)
+            v = drawT(rng, dt, 0);
+        int const kind = r % 3; // 0: k = +0 (exact zero products), 1: k = -q_0 (dots negative for all-q_0 heads)
+        if (kind >= 1) {
+            for (int i = 0; i < 128; ++i)
+                k[i] = uint16_t(q[i] ^ 0x8000u); // dot of head 0 = -sum q^2 < 0
+            for (int h = 1; h < 4; ++h)
+                std::copy(q.begin(), q.begin() + 128, q.begin() + 128 * h);
+        }
+        if (kind == 2)
+            q[128 * 3] = fromFloat(dt, 1.0e4f), k[0] = fromFloat(dt, -1.0e-4f); // head 3 still negative
+        LogitBound const b = logitBound(dt, q.data(), k.data());
+        bool const anyNonzero = std::any_of(q.begin(), q.end(), [](uint16_t v) { return (v & 0x7FFF) != 0; });
+        if (!anyNonzero)
+            continue;
+        ASSERT_TRUE(b.ok && b.lo == 0.0f && b.hi == 0.0f)
+            << "row " << r << " kind " << kind << ": [" << b.lo << ", " << b.hi << "]";
+        ++points;
+        for (int e = 0; e < 8; ++e) {
+            FastEval ev{rng, rng.below(2) == 1, 0x1p-21};
+            float const v = fastLogit(ev, floats(dt, q), floats(dt, k));
+            ++evaluations;
+            ASSERT_TRUE(v == 0.0f && !std::signbit(v)) << "row " << r << ": evaluation " << v;
+        }
+    }
+    std::printf("QSA_FAST_TEST certainly-zero logits: points=%d evaluations=%d\n", points, evaluations);
+    EXPECT_GT(points, 300);
+    // One head whose dot may be positive: not a point.
+    std::vector<uint16_t> q(512, 0), k(128, 0);
+    q[0] = fromFloat(DType::kHalf, 1.0f);
+    k[0] = fromFloat(DType::kHalf, 1.0f);
+    LogitBound const open = logitBound(DType::kHalf, q.data(), k.data());
+    EXPECT_GT(open.hi, 0.0f);
+}
+
 TEST(Enclosure, LogitBoundsAreNeverNegativeNorNaN) {
     Rng rng(9);
     for (int r = 0; r < 200; ++r) {

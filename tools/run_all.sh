@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the test binaries of a GPU bundle (tools/gpu_bundle.sh copies this file into the bundle root).
 #
-#   run_all.sh [FILTER]                      every test binary once; one line per binary:
+#   run_all.sh [-j N] [FILTER]               every test binary once, N at a time (default 1: seconds
+#                                            undisturbed); one line per binary as it ends:
 #                                            PASS/FAIL, test cases, passed, seconds
 #   run_all.sh --large [FILTER]              also the opt-in tests tagged "large" (listed in LARGE)
 #   run_all.sh --sanitize TOOLS [-j N] [FILTER]
@@ -27,7 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 logs=${LOGDIR:-$here/logs}
 large=0
 sanitize=""
-jobs=6
+jobs=""
 filter=""
 usage() {
     sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2
@@ -57,6 +58,7 @@ while (($# > 0)); do
     esac
     shift
 done
+[[ -n $jobs ]] || { if [[ -n $sanitize ]]; then jobs=6; else jobs=1; fi; }
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || {
     echo "run_all: -j wants a positive integer, got '$jobs'" >&2
     exit 2
@@ -108,30 +110,43 @@ run_binary() { # path log [command prefix...]
 }
 
 # ---- plain mode -------------------------------------------------------------------------------------
+# One binary: its line (printed, and kept in LOGDIR/plain/<binary>.line for the summary).
+run_plain() { # path
+    local path=$1 log start rc ms cases passed verdict line
+    log="$logs/${path//\//_}.log"
+    start=$(date +%s%N)
+    run_binary "$path" "$log" "$here/tests/$path"
+    rc=$?
+    ms=$((($(date +%s%N) - start) / 1000000))
+    cases=$(grep -Eo '^\[==========\] [0-9]+ tests? from [0-9]+ test (suite|case)s? ran' "$log" | tail -1 | awk '{print $2}')
+    passed=$(grep -Eo '^\[  PASSED  \] [0-9]+' "$log" | tail -1 | awk '{print $4}')
+    if ((rc == 0)); then verdict=PASS; else verdict=FAIL; fi
+    line=$(printf '%-4s %-55s cases=%-5s passed=%-5s %5d.%01d s' "$verdict" "$path" "${cases:-?}" "${passed:-0}" \
+        $((ms / 1000)) $((ms % 1000 / 100)))
+    if ((rc != 0)); then line+=$'\n'$(grep -E '^\[  FAILED  \]|Failure|error' "$log" | head -5 | sed 's/^/      /'); fi
+    echo "$line" >"$logs/plain/${path//\//_}.line"
+    echo "$line"
+}
 if [[ -z $sanitize ]]; then
-    failed=0
-    total=0
+    rm -rf "$logs/plain"
+    mkdir -p "$logs/plain"
+    running=0
     for path in "${selected[@]}"; do
-        total=$((total + 1))
-        log="$logs/${path//\//_}.log"
-        start=$(date +%s%N)
-        run_binary "$path" "$log" "$here/tests/$path"
-        rc=$?
-        ms=$((($(date +%s%N) - start) / 1000000))
-        cases=$(grep -Eo '^\[==========\] [0-9]+ tests? from [0-9]+ test (suite|case)s? ran' "$log" | tail -1 | awk '{print $2}')
-        passed=$(grep -Eo '^\[  PASSED  \] [0-9]+' "$log" | tail -1 | awk '{print $4}')
-        if ((rc == 0)); then verdict=PASS; else
-            verdict=FAIL
-            failed=$((failed + 1))
+        if ((running >= jobs)); then
+            wait -n
+            running=$((running - 1))
         fi
-        printf '%-4s %-55s cases=%-5s passed=%-5s %5d.%01d s\n' "$verdict" "$path" "${cases:-?}" "${passed:-0}" \
-            $((ms / 1000)) $((ms % 1000 / 100))
-        if ((rc != 0)); then grep -E '^\[  FAILED  \]|Failure|error' "$log" | head -5 | sed 's/^/      /'; fi
+        run_plain "$path" &
+        running=$((running + 1))
     done
+    wait
+    total=${#selected[@]}
+    # A binary without its line (its job died) counts as failed: only PASS lines pass.
+    failed=$((total - $(cat "$logs"/plain/*.line 2>/dev/null | grep -c '^PASS')))
     for path in "${skipped_large[@]}"; do
         printf '%-4s %-55s (tagged large: run_all.sh --large runs it)\n' SKIP "$path"
     done
-    echo "run_all: $((total - failed))/$total binaries passed (commit $commit, impl $impl, QSA_PROFILE=${QSA_PROFILE:-ieee})${skipped_large[*]:+; ${#skipped_large[@]} large test(s) NOT run}"
+    echo "run_all: $((total - failed))/$total binaries passed (commit $commit, impl $impl, QSA_PROFILE=${QSA_PROFILE:-ieee}${jobs:+, $jobs at a time})${skipped_large[*]:+; ${#skipped_large[@]} large test(s) NOT run}"
     ((failed == 0 && total > 0))
     exit
 fi

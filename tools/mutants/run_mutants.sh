@@ -18,8 +18,10 @@
 #                                                    is off in this pass, RC_PARAMS noshrink=1, so a large
 #                                                    chunked counterexample is reported, not shrunk past the
 #                                                    binary's timeout); the stage property binaries (own
-#                                                    launchers) run in `full` only, which shrinks
-#                                            fast  = the same property binaries built against
+#                                                    launchers) run in `full` (shrinking) and, as fast
+#                                                    twins, in `fast`
+#                                            fast  = the same property binaries (the stage properties as
+#                                                    their _fast_test twins) built against
 #                                                    //kernels:qsa_kernels_fast (--use_fast_math, rsqrtf) with
 #                                                    the same hooks, judged with QSA_PROFILE=fast (contract
 #                                                    section 9) at QSA_BUDGET_SCALE=FAST_SCALE; its own control
@@ -54,6 +56,11 @@ STAGE_ORDER=(
 # generated contracts.tsv: `build` builds it and ships it in the bundle, `run` reads it from there.
 PROPS_ORDER=()
 STAGE_PROPS_ORDER=()
+# A stage property binary's fast-math twin (properties/BUILD): differential_stages_test -> differential_stages_fast_test.
+fast_twin() {
+    echo "${1%_test}_fast_test"
+}
+
 props_order() { # contracts.tsv, kind (contract|stage) -> gpu binaries of that kind with mutant_rank >= 0, by rank
     awk -F'\t' -v kind="$2" '$1 == kind && $6 >= 0 {print $6 "\t" $5}' "$1" | sort -n | cut -f2
 }
@@ -119,17 +126,22 @@ WRAP
     done
     # The `fast` pass (contract section 9): the contract property binaries against //kernels:qsa_kernels_fast,
     # hooks compiled in as well (--//kernels:enable_mutants reaches both kernel libraries).
+    # The stage properties (own launchers) come as their fast-math twins (<name>_fast_test, linked against
+    # qsa_kernels_fast), shipped under the stage binary's name: the fast pass runs them first, like `full`.
     local fastflags=(--//kernels:enable_mutants=true --//api:impl=//kernels:qsa_kernels_fast) labels=()
+    for b in "${STAGE_PROPS_ORDER[@]}"; do labels+=("//${b%%/*}:$(fast_twin "${b#*/}")"); done
     for b in "${PROPS_ORDER[@]}"; do labels+=("//${b%%/*}:${b#*/}"); done
     PATH="$wrap:$PATH" bazel build "${fastflags[@]}" "${labels[@]}" || die "bazel build of the fast pass failed"
-    local fbin
+    local fbin src
     fbin=$(PATH="$wrap:$PATH" bazel info "${fastflags[@]}" bazel-bin 2>/dev/null)
     rm -rf "$out/bin_fast"
     mkdir -p "$out/bin_fast"
-    for b in "${PROPS_ORDER[@]}"; do
-        grep -q "QSA_MUTANTS_BUILD (fast math)" "$fbin/$b" || die "$b (fast pass) lacks the fast-math mutant kernels"
+    for b in "${STAGE_PROPS_ORDER[@]}" "${PROPS_ORDER[@]}"; do
+        src=$fbin/$b
+        [[ " ${STAGE_PROPS_ORDER[*]} " == *" $b "* ]] && src=$fbin/$(dirname "$b")/$(fast_twin "$(basename "$b")")
+        grep -q "QSA_MUTANTS_BUILD (fast math)" "$src" || die "$src (fast pass) lacks the fast-math mutant kernels"
         grep -q "QSA_MUTANTS_BUILD (fast math)" "$out/bin/${b//\//__}" && die "$b (ieee passes) carries fast-math kernels"
-        strip --strip-unneeded -o "$out/bin_fast/${b//\//__}" "$fbin/$b"
+        strip --strip-unneeded -o "$out/bin_fast/${b//\//__}" "$src"
     done
     cp "$full/COMMIT" "$out/COMMIT"
     git -C "$repo" diff --quiet HEAD -- kernels properties || echo "dirty" >>"$out/COMMIT"
@@ -137,11 +149,12 @@ WRAP
     chmod u+w "$out/contracts.tsv"
     rm -rf "$full"
     # The device tool carries at most 64 MiB: the stripped binaries share most bytes (kernels, CUB, gtest,
-    # RapidCheck), so one xz stream of them is ~8x smaller. `run` unpacks it when bin/ is absent.
+    # RapidCheck), so one xz stream of them with -9's 64 MiB window is 11 MB (-6's 8 MiB window: 50 MB, which
+    # with the working tree and a fast bundle passed the limit). `run` unpacks it when bin/ is absent.
     local n nf
     n=$(ls "$out/bin" | wc -l)
     nf=$(ls "$out/bin_fast" | wc -l)
-    tar -C "$out" -cf - bin bin_fast | xz -T2 -6 >"$out/bin.tar.xz" && rm -rf "$out/bin" "$out/bin_fast"
+    tar -C "$out" -cf - bin bin_fast | xz -T2 -9 >"$out/bin.tar.xz" && rm -rf "$out/bin" "$out/bin_fast"
     echo "run_mutants build: $n binaries + $nf fast-math property binaries in $out ($(du -sh "$out" | cut -f1))"
 }
 
@@ -271,8 +284,13 @@ cmd_run() {
     local fast=0
     [[ " ${passes[*]} " == *" fast "* ]] && fast=1
     # The fast build's control: every property binary must pass under QSA_PROFILE=fast (no false alarm).
+    # The fast pass's binaries: the stage properties' fast twins when the bundle has them (older bundles: not),
+    # then the contract property binaries.
+    local fast_order=()
+    for b in "${STAGE_PROPS_ORDER[@]}"; do [[ -x $bundle/bin_fast/${b//\//__} ]] && fast_order+=("$b"); done
+    fast_order+=("${PROPS_ORDER[@]}")
     if ((fast)); then
-        for b in "${PROPS_ORDER[@]}"; do
+        for b in "${fast_order[@]}"; do
             [[ -z ${CONTROL_ONLY:-} || " $CONTROL_ONLY " == *" $b "* ]] && jobs+=("0 ctlfast $b")
         done
         # Longest first: a rounding mutant must survive every property binary (the whole chain), so its fast
@@ -289,6 +307,7 @@ cmd_run() {
     done
     export -f run_pass
     export STAGE_LIST="${STAGE_ORDER[*]} ${STAGE_PROPS_ORDER[*]}" PROPS_LIST="${PROPS_ORDER[*]}" PIPE_LIST="${PIPELINE_ORDER[*]}"
+    export FAST_LIST="${fast_order[*]}"
     if ((fast)); then
         for b in "${PROPS_ORDER[@]}"; do
             [[ -x $bundle/bin_fast/${b//\//__} ]] || die "$bundle/bin_fast lacks $b (rebuild with run_mutants.sh build)"
@@ -299,7 +318,7 @@ cmd_run() {
         if [[ $pass == ctl ]]; then order=($2); pass=ctl-$(basename $2);
         elif [[ $pass == ctlfast || $pass == fast ]]; then
             # Contract section 9: the fast-math build, judged under profile fast, without shrinking.
-            [[ $pass == ctlfast ]] && { order=($2); pass=ctlfast-$(basename $2); } || order=($PROPS_LIST)
+            [[ $pass == ctlfast ]] && { order=($2); pass=ctlfast-$(basename $2); } || order=($FAST_LIST)
             export MUT_BIN_DIR="'"$bundle"'/bin_fast" QSA_PROFILE=fast QSA_BUDGET_SCALE=$FAST_SCALE
             export RC_PARAMS="${RC_PARAMS:+$RC_PARAMS }noshrink=1"
         elif [[ $pass == full ]]; then order=($STAGE_LIST $PROPS_LIST $PIPE_LIST);
@@ -382,7 +401,7 @@ END {
            ctlok + 0, nctl + 0, killed, killed + survived, med, pk + 0, np + 0, pmed
     if (!nf && !nfctl) exit
     print ""
-    print "Pass `fast`: the contract property binaries against //kernels:qsa_kernels_fast (same hooks), QSA_PROFILE=fast."
+    print "Pass `fast`: the stage properties' fast twins and the contract property binaries against //kernels:qsa_kernels_fast (same hooks), QSA_PROFILE=fast."
     print ""
     print "| id | mutant | class (contract 9.1) | killed by (fast build, QSA_PROFILE=fast) | s | verdict |"
     print "|---:|---|---|---|---:|---|"

@@ -1,0 +1,90 @@
+// The K2 stage judge of profile fast (fast::judgePrefillLogits, used by Stages.PrefillStagesWithinFastEnclosure on
+// the GPU launchers) on the CPU: the reference's stage outputs (a legal fast implementation: section 4's order is
+// one of F1's) pass it, and each planted K2 bug fails it with the stage, row, block and value: an invisible entry
+// written (kernel mutant 16), a padded row's entry written, a visible logit one interval away, a -0.0 for +0.0.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "properties/fast_judges.h"
+#include "properties/generators.h"
+#include "reference/numerics.h"
+#include "reference/stages.h"
+
+namespace qsa {
+namespace prop {
+namespace fast {
+namespace {
+
+struct Staged {
+    ref::PrefillCase c;
+    PrefillOut got;
+    std::vector<float> logits; // every row, [B * S, MB]
+};
+
+// B = 2 sequences of S = 40 tokens (ctx 37 and 22: invisible entries and padded rows), ties from relu's +0.0.
+Staged staged(ref::DType dt) {
+    PrefillSpec spec;
+    spec.B = 2;
+    spec.S = 40;
+    spec.ctx = {37, 22};
+    spec.act.dtype = dt;
+    spec.act.ties = Ties::kNegativeDots;
+    spec.act.seed = 7;
+    Staged s;
+    s.c = toCase(spec);
+    int32_t const B = s.c.batchSize, S = s.c.seqLen, MB = (S + 3) / 4;
+    s.got.qNormed.resize(size_t(B) * S * 512);
+    s.got.kbar.resize(size_t(B) * MB * 128);
+    ref::qPrep(dt, s.got.qNormed.data(), s.c.indexQk.data(), s.c.cosSin.data(), s.c.contextLengths.data(),
+               s.c.wQ.data(), s.c.rmsEps, B, S);
+    ref::kCompress(dt, s.got.kbar.data(), s.c.indexQk.data(), s.c.cosSin.data(), s.c.contextLengths.data(),
+                   s.c.wK.data(), s.c.rmsEps, B, S, MB, 0, MB, 0);
+    s.logits.resize(size_t(B) * S * MB);
+    ref::scores(dt, s.logits.data(), s.got.qNormed.data(), s.got.kbar.data(), s.c.contextLengths.data(), B, S, 0,
+                B * S);
+    return s;
+}
+
+std::string judge(Staged const& s) {
+    start();
+    return judgePrefillLogits(s.c, s.got, s.logits, 0, int64_t(s.c.batchSize) * s.c.seqLen);
+}
+
+TEST(FastStageJudge, ReferenceStagesPassAndAreJudged) {
+    for (ref::DType dt : {ref::DType::kHalf, ref::DType::kBf16}) {
+        Staged const s = staged(dt);
+        EXPECT_EQ(judge(s), "");
+        EXPECT_GT(tally().judgedElements, 100);
+        EXPECT_EQ(tally().judgedRows, 37 + 22 - 3 - 3); // valid rows with nVis > 0 (t >= 3)
+    }
+}
+
+TEST(FastStageJudge, PlantedK2BugsFail) {
+    Staged const s = staged(ref::DType::kHalf);
+    int32_t const S = s.c.seqLen, MB = (S + 3) / 4;
+    auto planted = [&](int64_t row, int32_t g, float v) {
+        Staged p = s;
+        p.logits[size_t(row) * MB + size_t(g)] = v;
+        return judge(p);
+    };
+    // Row t = 10 (nVis 2): block 2 is invisible (mutant 16 writes a logit there).
+    EXPECT_NE(planted(10, 2, 0.0f).find("an invisible entry must be -FLT_MAX"), std::string::npos);
+    // Row (b = 1, t = 30) is padding (ctx 22).
+    EXPECT_NE(planted(S + 30, 0, 1.0f).find("b=1 t=30"), std::string::npos);
+    // A visible logit moved far outside its interval; a relu +0.0 written as -0.0.
+    float const v = s.logits[size_t(20) * MB + 1];
+    EXPECT_NE(planted(20, 1, v * 2 + 1).find("outside its interval"), std::string::npos);
+    int64_t zeroAt = -1;
+    for (int64_t i = 0; i < int64_t(S) * MB && zeroAt < 0; ++i)
+        if (ref::floatBits(s.logits[size_t(i)]) == 0)
+            zeroAt = i;
+    ASSERT_GE(zeroAt, 0) << "kNegativeDots drew no +0.0 logit";
+    EXPECT_NE(planted(zeroAt / MB, int32_t(zeroAt % MB), -0.0f).find("(E2)"), std::string::npos);
+}
+
+} // namespace
+} // namespace fast
+} // namespace prop
+} // namespace qsa
