@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <stdexcept>
+#include <utility>
 
 #include "kernels/qsaIndexerKernels.h"
 #include "kernels/test_cub_query.h"
@@ -118,6 +119,29 @@ void mixedMagnitudeRawK(ref::PrefillCase& c, uint64_t seed) {
     }
 }
 
+// A prefill case for the stage properties: their CPU side (the reference's three stages, or E2 bounds as GEMMs in
+// double) stays cheap, B * S * MB <= 2^22 logits, else one sequence of S <= 4096.
+PrefillSpec genStageSpec() {
+    SpecOptions o;
+    o.tieBias = *rc::gen::arbitrary<bool>();
+    PrefillSpec spec = *genPrefillSpec(o);
+    if (int64_t(spec.B) * spec.S * ((spec.S + 3) / 4) > (int64_t(1) << 22)) {
+        spec.B = 1;
+        spec.S = std::min(spec.S, 4096);
+        spec.ctx.resize(1);
+        spec.ctx[0] = std::min(spec.ctx[0], spec.S);
+    }
+    return spec;
+}
+
+// K2's rows: all of them, or a window [r0, r1) of at most 512.
+std::pair<int64_t, int64_t> genRowWindow(int64_t rows) {
+    if (*rc::gen::arbitrary<bool>())
+        return {0, rows};
+    int64_t const r0 = *rc::gen::inRange<int64_t>(0, rows);
+    return {r0, std::min(rows, r0 + *rc::gen::inRange<int64_t>(1, 513))};
+}
+
 template <typename T>
 std::string stagesVsReference(ref::PrefillCase const& c, int64_t r0, int64_t r1) {
     int32_t const B = c.batchSize, S = c.seqLen, MB = (S + 3) / 4;
@@ -159,24 +183,12 @@ std::string stagesVsReference(ref::PrefillCase const& c, int64_t r0, int64_t r1)
 // K1a, K1b, then K2 on the reference's qNormed / kbar (a K2 bug is told apart from a K1 bug) over all rows or
 // a window [r0, r1) of them.
 QSA_PROP(Stages, PrefillStagesMatchReference, 40) {
-    SpecOptions o;
-    o.tieBias = *rc::gen::arbitrary<bool>();
-    PrefillSpec spec = *genPrefillSpec(o);
-    // Keep the CPU reference of three stages cheap (B * S * MB <= 2^22 logits): one sequence of S <= 4096.
-    if (int64_t(spec.B) * spec.S * ((spec.S + 3) / 4) > (int64_t(1) << 22)) {
-        spec.B = 1;
-        spec.S = std::min(spec.S, 4096);
-        spec.ctx.resize(1);
-        spec.ctx[0] = std::min(spec.ctx[0], spec.S);
-    }
+    PrefillSpec spec = genStageSpec();
     bool const mixed = *rc::gen::arbitrary<bool>();
     ref::PrefillCase c = toCase(spec);
     if (mixed)
         mixedMagnitudeRawK(c, spec.act.seed);
-    int64_t const rows = int64_t(c.batchSize) * c.seqLen;
-    bool const allRows = *rc::gen::arbitrary<bool>();
-    int64_t const r0 = allRows ? 0 : *rc::gen::inRange<int64_t>(0, rows);
-    int64_t const r1 = allRows ? rows : std::min(rows, r0 + *rc::gen::inRange<int64_t>(1, 513));
+    auto const [r0, r1] = genRowWindow(int64_t(c.batchSize) * c.seqLen);
     Capture cap("stages", describe(spec) + (mixed ? " rawK=mixed-magnitude" : ""), c);
     RC_TAG(mixed ? "mixed-magnitude raw k" : "generated raw k");
     std::string const m = c.dtype == ref::DType::kHalf ? stagesVsReference<__half>(c, r0, r1)
@@ -212,22 +224,10 @@ std::string stagesWithinFast(ref::PrefillCase const& c, int64_t r0, int64_t r1) 
 }
 
 QSA_PROP(Stages, PrefillStagesWithinFastEnclosure, 40) {
-    SpecOptions o;
-    o.tieBias = *rc::gen::arbitrary<bool>();
-    PrefillSpec spec = *genPrefillSpec(o);
-    // The E2 bounds of every row (GEMMs in double) stay cheap: one sequence of S <= 4096 past 2^22 logits.
-    if (int64_t(spec.B) * spec.S * ((spec.S + 3) / 4) > (int64_t(1) << 22)) {
-        spec.B = 1;
-        spec.S = std::min(spec.S, 4096);
-        spec.ctx.resize(1);
-        spec.ctx[0] = std::min(spec.ctx[0], spec.S);
-    }
+    PrefillSpec spec = genStageSpec();
     fast::judgeableOnFirstCase(spec.act);
     ref::PrefillCase const c = toCase(spec);
-    int64_t const rows = int64_t(c.batchSize) * c.seqLen;
-    bool const allRows = *rc::gen::arbitrary<bool>();
-    int64_t const r0 = allRows ? 0 : *rc::gen::inRange<int64_t>(0, rows);
-    int64_t const r1 = allRows ? rows : std::min(rows, r0 + *rc::gen::inRange<int64_t>(1, 513));
+    auto const [r0, r1] = genRowWindow(int64_t(c.batchSize) * c.seqLen);
     Capture cap("stages", describe(spec), c);
     std::string const m =
         c.dtype == ref::DType::kHalf ? stagesWithinFast<__half>(c, r0, r1) : stagesWithinFast<__nv_bfloat16>(c, r0, r1);
