@@ -414,21 +414,24 @@ std::string judgePrefillLogits(ref::PrefillCase const& c, PrefillOut const& got,
             for (int32_t g = 0; g < MB; ++g) {
                 float const v = row[g];
                 uint32_t const bits = ref::floatBits(v);
-                std::string const where = "K2 logits (stage launcher) b=" + std::to_string(b) +
-                                          " t=" + std::to_string(t) + " (ctx " + std::to_string(ctx) + ", nVis " +
-                                          std::to_string(nv[i]) + ") block g=" + std::to_string(g);
-                char buf[64];
-                std::snprintf(buf, sizeof(buf), "0x%08x (%.9g)", bits, v);
+                // The element and its value, built only for a failure (this loop meets millions of elements).
+                auto got = [&]() {
+                    char buf[64];
+                    std::snprintf(buf, sizeof(buf), "0x%08x (%.9g)", bits, v);
+                    return "K2 logits (stage launcher) b=" + std::to_string(b) + " t=" + std::to_string(t) + " (ctx " +
+                           std::to_string(ctx) + ", nVis " + std::to_string(nv[i]) + ") block g=" + std::to_string(g) +
+                           ": got " + buf;
+                };
                 if (g >= nv[i]) {
                     if (bits != 0xFF7FFFFFu)
-                        return where + ": got " + buf + ", an invisible entry must be -FLT_MAX (0xff7fffff) (E5)";
+                        return got() + ", an invisible entry must be -FLT_MAX (0xff7fffff) (E5)";
                     continue;
                 }
                 LogitBound const& lb = all[i][size_t(g)];
                 (lb.ok ? tl.judgedElements : tl.unjudgedElements) += 1;
                 // NaN, -0.0 and values outside the interval fail (section 9.1: relu gives +0.0; E2).
                 if (std::isnan(v) || bits == 0x80000000u || v < lb.lo || v > lb.hi)
-                    return where + ": got " + buf + ", outside its interval " + interval(lb.lo, lb.hi) +
+                    return got() + ", outside its interval " + interval(lb.lo, lb.hi) +
                            " from the launchers' own qNormed and kbar (E2)" + epsTag();
             }
         }

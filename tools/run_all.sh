@@ -146,7 +146,7 @@ if [[ -z $sanitize ]]; then
     for path in "${skipped_large[@]}"; do
         printf '%-4s %-55s (tagged large: run_all.sh --large runs it)\n' SKIP "$path"
     done
-    echo "run_all: $((total - failed))/$total binaries passed (commit $commit, impl $impl, QSA_PROFILE=${QSA_PROFILE:-ieee}${jobs:+, $jobs at a time})${skipped_large[*]:+; ${#skipped_large[@]} large test(s) NOT run}"
+    echo "run_all: $((total - failed))/$total binaries passed (commit $commit, impl $impl, QSA_PROFILE=${QSA_PROFILE:-ieee}, $jobs at a time)${skipped_large[*]:+; ${#skipped_large[@]} large test(s) NOT run}"
     ((failed == 0 && total > 0))
     exit
 fi
