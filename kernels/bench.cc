@@ -44,6 +44,47 @@ struct DeviceMemory {
     }
 };
 
+// The "before" column: the figures of issue 24's table (one H200, 2026-12-03, kernels of 4f6bcfa, half; the bf16
+// totals from kernels/PERFORMANCE.md of that date), printed beside each new measurement so that a run shows
+// the change without a second binary. Keyed by "<dtype> <case>|<row>"; "-" where none was measured.
+std::string before(std::string const& dt, std::string const& kase, std::string const& row) {
+    static std::map<std::string, double> const t = {
+        {"half prefill B=1 S=32768|total", 8.558},
+        {"half prefill B=1 S=32768|K2 scores", 6.378},
+        {"half prefill B=1 S=32768|fused", 2.552},
+        {"half prefill B=8 S=4096|total", 1.486},
+        {"half prefill B=8 S=4096|K2 scores", 0.881},
+        {"half prefill B=8 S=4096|fused", 0.623},
+        {"half prefill B=1 S=8192|total", 0.620},
+        {"half prefill B=1 S=8192|K2 scores", 0.409},
+        {"half prefill B=1 S=8192|fused", 0.213},
+        {"half decode B=64|graph", 0.2134},
+        {"half decode B=64|stream", 0.2180},
+        {"half decode B=64|B1 decodePrep", 0.0104},
+        {"half decode B=64|B2 decodeScores", 0.1825},
+        {"half decode B=64|B3 decodeSelect", 0.0299},
+        {"half decode B=1|graph", 0.0200},
+        {"half decode B=1|stream", 0.0267},
+        {"half decode B=1|B1 decodePrep", 0.0089},
+        {"half decode B=1|B2 decodeScores", 0.0095},
+        {"half decode B=1|B3 decodeSelect", 0.0149},
+        {"bf16 prefill B=1 S=32768|total", 8.544},
+        {"bf16 prefill B=8 S=4096|total", 1.484},
+        {"bf16 prefill B=1 S=8192|total", 0.624},
+        {"bf16 decode B=64|graph", 0.2268},
+        {"bf16 decode B=64|stream", 0.2324},
+        {"bf16 decode B=1|graph", 0.0199},
+        {"bf16 decode B=1|stream", 0.0244},
+    };
+    auto const it = t.find(dt + " " + kase + "|" + row);
+    if (it == t.end()) {
+        return "-";
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4g", it->second);
+    return buf;
+}
+
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     size_t n = v.size();
@@ -191,9 +232,11 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
             l.mark("K4 expand");
             // The runner's own selection: select + shared-memory sort + K4 in one pass per row, on K2's
             // logits (only the visible prefix is read). Not a public launcher; replaces idsFill, sort, K4.
-            kn::launchQsaScores<T>(keys, reinterpret_cast<T const*>(qn), reinterpret_cast<T const*>(kb), ctx, B, S,
-                                   static_cast<int32_t>(r0), r1, st);
-            l.mark("(K2 again, not counted)");
+            // K2 as the runner calls it: invisible entries not written, CTAs only for tiles some row sees.
+            kn::qsa_detail::launchScoresImpl<T>("bench", keys, reinterpret_cast<T const*>(qn),
+                                                reinterpret_cast<T const*>(kb), ctx, B, S, r0, r1,
+                                                /*writeInvisible=*/false, st);
+            l.mark("K2 scores, runner form (visible tiles only)");
             kn::qsa_detail::launchPrefillSelectExpand(out, keys, ctx, S, r0, r1, st);
             l.mark("runner select+sort+K4 (fused)");
         }
@@ -216,22 +259,27 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
     double sortFloor = 16.0 * visPairs / fl.bw * 1e3;
     double sortRectFloor = 16.0 * double(rowsAll) * MB / fl.bw * 1e3;
     double tot = median(total);
+    char kase[64];
+    std::snprintf(kase, sizeof kase, "prefill B=%d S=%d", B, S);
     std::printf("\n### prefill %s B=%d S=%d (MB=%d, Rc=%lld, %lld chunks, workspace %.1f MiB)\n", dtName, B, S, MB,
                 static_cast<long long>(rc), static_cast<long long>((rowsAll + rc - 1) / rc), wsBytes / 1048576.0);
-    std::printf("| what | median ms | floor ms | ratio |\n|---|---|---|---|\n");
-    std::printf("| runQsaIndexerPrefill (total, %d runs) | %.3f | %.3f | %.2f |\n", runs, tot, k2Floor + sortFloor,
-                tot / (k2Floor + sortFloor));
+    std::printf("| what | median ms | before ms | floor ms | ratio |\n|---|---|---|---|---|\n");
+    std::printf("| runQsaIndexerPrefill (total, %d runs) | %.3f | %s | %.3f | %.2f |\n", runs, tot,
+                before(dtName, kase, "total").c_str(), k2Floor + sortFloor, tot / (k2Floor + sortFloor));
     for (auto const& kv : stage) {
         double m = median(kv.second);
-        if (kv.first == "K2 scores") {
-            std::printf("| %s | %.3f | %.3f | %.2f |\n", kv.first.c_str(), m, k2Floor, m / k2Floor);
-        } else if (kv.first == "sort (whole rows)") {
-            std::printf("| %s | %.3f | %.3f (visible) / %.3f (rectangle) | %.2f / %.2f |\n", kv.first.c_str(), m,
+        std::string const name = kv.first;
+        if (name.compare(0, 9, "K2 scores") == 0) {
+            std::printf("| %s | %.3f | %s | %.3f | %.2f |\n", name.c_str(), m, before(dtName, kase, name).c_str(),
+                        k2Floor, m / k2Floor);
+        } else if (name == "sort (whole rows)") {
+            std::printf("| %s | %.3f | - | %.3f (visible) / %.3f (rectangle) | %.2f / %.2f |\n", name.c_str(), m,
                         sortFloor, sortRectFloor, m / sortFloor, m / sortRectFloor);
-        } else if (kv.first == "runner select+sort+K4 (fused)") {
-            std::printf("| %s | %.3f | %.3f (visible) | %.2f |\n", kv.first.c_str(), m, sortFloor, m / sortFloor);
-        } else if (kv.first[0] != '(') {
-            std::printf("| %s | %.3f | - | - |\n", kv.first.c_str(), m);
+        } else if (name == "runner select+sort+K4 (fused)") {
+            std::printf("| %s | %.3f | %s | %.3f (visible) | %.2f |\n", name.c_str(), m,
+                        before(dtName, kase, "fused").c_str(), sortFloor, m / sortFloor);
+        } else {
+            std::printf("| %s | %.3f | %s | - | - |\n", name.c_str(), m, before(dtName, kase, name).c_str());
         }
     }
     std::printf("K2: %.3g FLOP (%.2f TFLOP/s achieved by the K2 launcher); sorted pairs: %.4g visible, %.4g rect\n",
@@ -304,19 +352,22 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
         }
     }
     double floorMs = double(B) * (ctxLen / 4) * 256.0 / fl.bw * 1e3;
+    char kase[64];
+    std::snprintf(kase, sizeof kase, "decode B=%d", B);
     std::printf("\n### decode %s B=%d ctx=%d (maxBlocks=%d, pool %.1f GiB)\n", dtName, B, ctxLen, maxBlocks,
                 poolElems * 2.0 / (1u << 30));
-    std::printf("| what | median ms | floor ms | ratio |\n|---|---|---|---|\n");
-    std::printf("| runQsaIndexerDecode, stream (%d runs) | %.4f | %.4f | %.2f |\n", runs, median(plain), floorMs,
-                median(plain) / floorMs);
-    std::printf("| runQsaIndexerDecode, CUDA graph (%d runs) | %.4f | %.4f | %.2f |\n", runs, median(graphT), floorMs,
-                median(graphT) / floorMs);
+    std::printf("| what | median ms | before ms | floor ms | ratio |\n|---|---|---|---|---|\n");
+    std::printf("| runQsaIndexerDecode, stream (%d runs) | %.4f | %s | %.4f | %.2f |\n", runs, median(plain),
+                before(dtName, kase, "stream").c_str(), floorMs, median(plain) / floorMs);
+    std::printf("| runQsaIndexerDecode, CUDA graph (%d runs) | %.4f | %s | %.4f | %.2f |\n", runs, median(graphT),
+                before(dtName, kase, "graph").c_str(), floorMs, median(graphT) / floorMs);
     for (auto const& kv : stage) {
         double m = median(kv.second);
         if (kv.first == "B2 decodeScores") {
-            std::printf("| %s | %.4f | %.4f | %.2f |\n", kv.first.c_str(), m, floorMs, m / floorMs);
+            std::printf("| %s | %.4f | %s | %.4f | %.2f |\n", kv.first.c_str(), m,
+                        before(dtName, kase, kv.first).c_str(), floorMs, m / floorMs);
         } else {
-            std::printf("| %s | %.4f | - | - |\n", kv.first.c_str(), m);
+            std::printf("| %s | %.4f | %s | - | - |\n", kv.first.c_str(), m, before(dtName, kase, kv.first).c_str());
         }
     }
     cudaGraphExecDestroy(ge);

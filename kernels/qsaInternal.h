@@ -16,7 +16,7 @@ namespace qsa_detail {
 // reads only each row's visible prefix); ids, when non-null, receives ids[(r - rowBegin) * MB + g] = g for
 // every VISIBLE entry.
 template <typename T>
-void launchScoresImpl(char const* fn, float* logits, int32_t* ids, T const* qNormed, T const* kbar,
+void launchScoresImpl(char const* fn, float* logits, T const* qNormed, T const* kbar,
                       int32_t const* contextLengths, int32_t batchSize, int32_t seqLen, int64_t rowBegin,
                       int64_t rowEnd, bool writeInvisible, cudaStream_t stream);
 

@@ -1,11 +1,15 @@
-// Test-only hook of the "failed launch" error path (contract section 2: the runners throw
+// Test-only hooks. (1) The "failed launch" error path (contract section 2: the runners throw
 // std::runtime_error naming the function on a failed launch). A real launch failure cannot be provoked
 // through valid public arguments, so a test sets this flag and the FIRST launch of each runner
 // (launchQsaQPrep for prefill, launchQsaDecodePrep for decode) is issued with blockDim.x above the
 // 1024-thread limit: a genuinely invalid configuration that the CUDA runtime rejects with
 // cudaErrorInvalidConfiguration (not sticky: the context stays usable). Nothing else reads the flag;
 // it is 0 unless a test sets it, and costs one relaxed atomic load per launch of those two launchers.
-// Only tests may include this header (kernels/launch_failure_test.cc); production code never sets it.
+// (2) K2's narrow-tile path (kernels/scores.cu): on a device that cannot give a block 67,584 bytes of shared
+// memory (sm_75 gives 64 KB) K2 runs CTAs of 32 blocks instead of 64; the flag makes K2 take that path on any
+// device so that the H200 tests it (kernels/scores_test.cc). One relaxed atomic load per K2 launch.
+// Only tests may include this header (kernels/launch_failure_test.cc, kernels/scores_test.cc); production code
+// never sets a flag.
 #pragma once
 
 #include <atomic>
@@ -32,6 +36,21 @@ public:
     ~ScopedInvalidLaunch() { invalidLaunchFlag().store(0); }
     ScopedInvalidLaunch(ScopedInvalidLaunch const&) = delete;
     ScopedInvalidLaunch& operator=(ScopedInvalidLaunch const&) = delete;
+};
+
+// K2 takes its narrow-tile path while set (see above).
+inline std::atomic<int>& narrowScoresTilesFlag() {
+    static std::atomic<int> flag{0};
+    return flag;
+}
+
+// RAII: K2 runs its narrow tiles while an instance is alive.
+class ScopedNarrowScoresTiles {
+public:
+    ScopedNarrowScoresTiles() { narrowScoresTilesFlag().store(1); }
+    ~ScopedNarrowScoresTiles() { narrowScoresTilesFlag().store(0); }
+    ScopedNarrowScoresTiles(ScopedNarrowScoresTiles const&) = delete;
+    ScopedNarrowScoresTiles& operator=(ScopedNarrowScoresTiles const&) = delete;
 };
 
 } // namespace qsa_test

@@ -104,7 +104,7 @@ void prefillPipeline(int32_t* outIdx, T const* indexQk, float const* cosSin, int
         if (QSA_MUTANT(24) && r1 < rows) {
             r1 -= 1;
         }
-        launchScoresImpl<T>(fn, keys, nullptr, qNormed, kbar, contextLengths, batchSize, seqLen, r0, r1,
+        launchScoresImpl<T>(fn, keys, qNormed, kbar, contextLengths, batchSize, seqLen, r0, r1,
                             /*writeInvisible=*/false, stream);
         launchPrefillSelectExpand(outIdx, keys, contextLengths, seqLen, r0, r1, stream);
     }

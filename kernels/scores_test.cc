@@ -1,6 +1,9 @@
 // K2 scores (launchQsaScores) and idsFill against the reference, bit for bit, half and bf16 (contract
 // section 4): visible logits relu-summed over 4 heads, everything else -FLT_MAX and never read; rows
 // [rowBegin, rowEnd) only.
+#include <memory>
+
+#include "kernels/qsaTestHooks.h"
 #include "kernels/test_helper.h"
 
 namespace qsa {
@@ -14,6 +17,7 @@ struct SCase {
     std::vector<int32_t> ctx;
     int32_t rowBegin, rowEnd; // rowEnd < 0: B * S
     Mode qMode, kMode;
+    size_t offsetElems = 0; // qNormed and kbar placed this many T past an aligned base (1: 2-byte aligned only)
 };
 
 template <typename P, typename T = typename P::T>
@@ -35,17 +39,21 @@ void runCase(SCase k, uint64_t seed) {
     }
     std::string p =
         params(dtName(dt), " B=", k.B, " S=", k.S, " MB=", MB, " ctx=", ctxStr(k.ctx), " rows=[", k.rowBegin, ",",
-               k.rowEnd, ") q=", modeName(k.qMode), " kbar=", modeName(k.kMode), " seed=", seed);
+               k.rowEnd, ") q=", modeName(k.qMode), " kbar=", modeName(k.kMode), " offset=", k.offsetElems,
+               " narrowTiles=", kn::qsa_test::narrowScoresTilesFlag().load(), " seed=", seed);
     SCOPED_TRACE(p);
     size_t n = size_t(k.rowEnd - k.rowBegin) * MB;
     std::vector<float> expect(n, bitsFloat(0x7FC12345u));
     ref::scores(dt, expect.data(), q.data(), kb.data(), k.ctx.data(), k.B, k.S, k.rowBegin, k.rowEnd);
+    // A leading pad of offsetElems T puts both inputs at that offset from the allocation's alignment.
+    q.insert(q.begin(), k.offsetElems, uint16_t{0x7E00});
+    kb.insert(kb.begin(), k.offsetElems, uint16_t{0x7E00});
     DevBuf<uint16_t> dq(q), dk(kb);
     DevBuf<int32_t> dCtx(k.ctx);
     DevBuf<float> out(std::vector<float>(n, bitsFloat(0x7FC12345u)));
     onStream([&](cudaStream_t stream) {
-        kn::launchQsaScores<T>(out.get(), dq.as<T const>(), dk.as<T const>(), dCtx.get(), k.B, k.S, k.rowBegin,
-                               k.rowEnd, stream);
+        kn::launchQsaScores<T>(out.get(), dq.as<T const>() + k.offsetElems, dk.as<T const>() + k.offsetElems,
+                               dCtx.get(), k.B, k.S, k.rowBegin, k.rowEnd, stream);
     });
     EXPECT_TRUE(bitsEqual(expect, out.download(), {"logits", p, size_t(MB), dt}));
 }
@@ -80,6 +88,30 @@ TYPED_TEST(ScoresTest, OverflowToInf) {
     // Large T values: dot products overflow FP32 to inf, inf - inf gives NaN: relu maps NaN to +0.0.
     runCase<TypeParam>({2, 301, {301, 150}, 0, -1, Mode::kSpecial, Mode::kSpecial}, 30);
     runCase<TypeParam>({2, 301, {301, 150}, 0, -1, Mode::kWide, Mode::kSpecial}, 31);
+}
+
+// K2 stages its inputs with 8-byte loads when both pointers allow it; a public-launcher caller may pass
+// pointers that are only 2-byte aligned (natural for T): the 2-byte load path must give the same bits.
+TYPED_TEST(ScoresTest, TwoByteAlignedInputs) {
+    std::vector<int32_t> ctx = {300, 97, 0};
+    runCase<TypeParam>({3, 300, ctx, 0, -1, Mode::kNormal, Mode::kLowEntropy, 1}, 40);
+    runCase<TypeParam>({3, 300, ctx, 250, 777, Mode::kSpecial, Mode::kNormal, 3}, 41);
+}
+
+// A CTA covers 64 rows x 64 blocks as two sub-tiles of 32 blocks that share one staged q head; rows that see
+// 33..64 blocks of a tile use both, rows that see <= 32 only the first. The narrow-tile path (CTAs of 32
+// blocks, for devices with less shared memory) is forced here by the test hook so that every device tests it.
+TYPED_TEST(ScoresTest, WideAndNarrowTiles) {
+    std::vector<int32_t> ctx = {517, 130, 259};
+    for (int narrow = 0; narrow < 2; ++narrow) {
+        std::unique_ptr<kn::qsa_test::ScopedNarrowScoresTiles> hook;
+        if (narrow) {
+            hook = std::make_unique<kn::qsa_test::ScopedNarrowScoresTiles>();
+        }
+        runCase<TypeParam>({3, 517, ctx, 0, -1, Mode::kNormal, Mode::kNormal}, 50 + narrow);
+        runCase<TypeParam>({3, 517, ctx, 100, 1300, Mode::kLowEntropy, Mode::kSpecial}, 52 + narrow);
+        runCase<TypeParam>({1, 2053, {2053}, 0, -1, Mode::kWide, Mode::kNormal, 1}, 54 + narrow);
+    }
 }
 
 TEST(IdsFillTest, MatchesReference) {
