@@ -86,6 +86,19 @@ for t in $large; do
     p=${p/://}
     if grep -qxF "tests $p" "$out/MANIFEST"; then echo "$p" >>"$out/LARGE"; fi
 done
+# ENV: each test's own `env` attribute (bazel test sets it; a copied binary would lose it), one "path KEY=VALUE"
+# per line, e.g. the profile-fast twin of a stage property (QSA_PROFILE=fast): run_all.sh sets it for that binary.
+# shellcheck disable=SC2086
+bazel query --output=build "set($(echo $tests))" 2>/dev/null | awk -v repo="$repo/" '
+    /^# \// { pkg = $2; sub(repo, "", pkg); sub(/\/BUILD(\.bazel)?:.*/, "", pkg) }
+    /^  name = / { name = $3; gsub(/[",]/, "", name) }
+    /^  env = \{/ {
+        line = $0; sub(/^  env = \{/, "", line); sub(/\},?$/, "", line)
+        n = split(line, kv, /, /)
+        for (i = 1; i <= n; i++) { split(kv[i], p, /: /); gsub(/"/, "", p[1]); gsub(/"/, "", p[2]); print pkg "/" name, p[1] "=" p[2] }
+    }' | while read -r p kv; do
+    if grep -qxF "tests $p" "$out/MANIFEST"; then echo "$p $kv"; fi
+done >"$out/ENV"
 git rev-parse HEAD >"$out/COMMIT" 2>/dev/null || echo unknown >"$out/COMMIT"
 rm -f "$out/IMPL" "$out/PROFILE"
 [[ -z $impl ]] || echo "$impl" >"$out/IMPL"

@@ -14,6 +14,8 @@
 # FILTER keeps the binaries whose bundle path contains it. Logs go to LOGDIR (default ./logs), one per
 # binary (sanitize mode: LOGDIR/sanitize/<tool>/<binary>.log). Exit status non-zero if anything failed.
 # QSA_PROFILE defaults to the bundle's PROFILE file (a bundle of another //api:impl, gpu_bundle.sh BUNDLE_IMPL).
+# A binary's own `env` attribute (the bundle's ENV file, e.g. QSA_PROFILE=fast for the profile-fast twin of a
+# stage property, which links the fast-math kernels) is set for that binary as bazel test sets it, over both.
 #
 # Sanitize mode (issue 14): `compute-sanitizer --tool T --error-exitcode 99` (racecheck also with
 # `--racecheck-report all`, so warnings are reported and counted, not only errors). A pair PASSES only when
@@ -96,16 +98,24 @@ while read -r kind path; do
     selected+=("$path")
 done <"$here/MANIFEST"
 
-# Runs one binary from its runfiles (as bazel test does); extra args and env come from the caller.
+# The env attribute of a bundle path (gpu_bundle.sh writes ENV: "path KEY=VALUE" lines; absent in older bundles).
+declared_env() { # path
+    [[ -f $here/ENV ]] || return 0
+    awk -v p="$1" '$1 == p { print $2 }' "$here/ENV"
+}
+
+# Runs one binary from its runfiles (as bazel test does, its declared env included); extra args and env come
+# from the caller.
 run_binary() { # path log [command prefix...]
     local path=$1 log=$2
     shift 2
-    local runfiles="$here/tests/$path.runfiles" undeclared="${log%.log}.outputs"
+    local runfiles="$here/tests/$path.runfiles" undeclared="${log%.log}.outputs" envs=()
+    mapfile -t envs < <(declared_env "$path")
     mkdir -p "$undeclared"
     (
         if [[ -d $runfiles/qsa_indexer ]]; then cd "$runfiles/qsa_indexer" || exit 97; else cd "$here" || exit 97; fi
         TEST_SRCDIR="$runfiles" TEST_WORKSPACE=qsa_indexer TEST_TMPDIR=$(mktemp -d) \
-            TEST_UNDECLARED_OUTPUTS_DIR="$undeclared" "$@"
+            TEST_UNDECLARED_OUTPUTS_DIR="$undeclared" env ${envs[@]+"${envs[@]}"} "$@"
     ) >"$log" 2>&1
 }
 
@@ -123,6 +133,9 @@ run_plain() { # path
     if ((rc == 0)); then verdict=PASS; else verdict=FAIL; fi
     line=$(printf '%-4s %-55s cases=%-5s passed=%-5s %5d.%01d s' "$verdict" "$path" "${cases:-?}" "${passed:-0}" \
         $((ms / 1000)) $((ms % 1000 / 100)))
+    local own
+    own=$(declared_env "$path" | tr '\n' ' ')
+    [[ -z $own ]] || line+="  (its env: ${own% })"
     if ((rc != 0)); then line+=$'\n'$(grep -E '^\[  FAILED  \]|Failure|error' "$log" | head -5 | sed 's/^/      /'); fi
     echo "$line" >"$logs/plain/${path//\//_}.line"
     echo "$line"
