@@ -8,8 +8,8 @@
 // e = d[0] + d[1] (float addition is commutative, so lane l's p[l] + p[l^m] and lane l^m's p[l^m] + p[l]
 // are the same bits). The leaves a[l] are visited in bit-reversed order j -> l = rev4(j), so the tree
 // folds like a binary counter: leaves j = 0..7 (the even l) fold into d[0], j = 8..15 (the odd l) into
-// d[1]. The head loop keeps those 8 leaves in one rolled iteration (twice per head: 26 KB of loop
-// instead of the 49 KB fully unrolled, and 168 registers, so 3 CTAs fit per SM instead of 2). Heads then
+// d[1]. The head loop keeps those 8 leaves in one rolled iteration (twice per head: about 24 KB of loop
+// instead of about 49 KB fully unrolled, and 164 registers, so 3 CTAs fit per SM instead of 2). Heads then
 // add in order ((relu0 + relu1) + relu2) + relu3 (starting from +0.0 changes no bit since every relu is
 // >= +0.0), times 0x3DB504F3. Nsight Compute figures before and after: kernels/PERFORMANCE.md.
 //
