@@ -215,7 +215,10 @@ sanitize_budget() { # tool binary-path
         case $name in
         decode_pipeline_test) ;; # below: its 4-step graph replay only
         prefill_pipeline_test) skip+=":*AroundBudget*:*ChunkBoundariesInsideSequences*:*DeterministicWhatever*" ;;
-        alignment_test) skip+=":*Bf16:*PrefillHalf*" ;; # the decode B2 path that alignment selects (kVec)
+        # The decode B2 path that alignment selects (kVec), half only: the runner's K2 always stages from the
+        # 128-byte aligned workspace (scores_test races its 2-byte load path). The old patterns (*Bf16,
+        # *PrefillHalf*) named tests that no longer exist, so all four ran: past 150 s on 2026-12-04.
+        alignment_test) skip+=":*/bf16.*:*.Prefill" ;;
         batch_invariance_test_gpu) skip+=":*ChunkBoundariesMoved*" ;;
         determinism_test_gpu) skip+=":*TwoStreamsInFlight*" ;; # racecheck sees no cross-stream hazards
         prefill_decode_test_gpu) skip+=":*TiesAtTheSelectionThreshold*" ;; # StepsMatchPrefillRows: same kernels
