@@ -29,14 +29,18 @@ inline unsigned invalidLaunchExtraThreads() {
     return invalidLaunchFlag().load(std::memory_order_relaxed) != 0 ? 1024u : 0u;
 }
 
-// RAII: the hooked launches fail while an instance is alive.
-class ScopedInvalidLaunch {
+// RAII: the flag of Flag() is set while an instance is alive.
+template <std::atomic<int>& (*Flag)()>
+class ScopedFlag {
 public:
-    ScopedInvalidLaunch() { invalidLaunchFlag().store(1); }
-    ~ScopedInvalidLaunch() { invalidLaunchFlag().store(0); }
-    ScopedInvalidLaunch(ScopedInvalidLaunch const&) = delete;
-    ScopedInvalidLaunch& operator=(ScopedInvalidLaunch const&) = delete;
+    ScopedFlag() { Flag().store(1); }
+    ~ScopedFlag() { Flag().store(0); }
+    ScopedFlag(ScopedFlag const&) = delete;
+    ScopedFlag& operator=(ScopedFlag const&) = delete;
 };
+
+// RAII: the hooked launches fail while an instance is alive.
+using ScopedInvalidLaunch = ScopedFlag<invalidLaunchFlag>;
 
 // K2 takes its narrow-tile path while set (see above).
 inline std::atomic<int>& narrowScoresTilesFlag() {
@@ -45,13 +49,7 @@ inline std::atomic<int>& narrowScoresTilesFlag() {
 }
 
 // RAII: K2 runs its narrow tiles while an instance is alive.
-class ScopedNarrowScoresTiles {
-public:
-    ScopedNarrowScoresTiles() { narrowScoresTilesFlag().store(1); }
-    ~ScopedNarrowScoresTiles() { narrowScoresTilesFlag().store(0); }
-    ScopedNarrowScoresTiles(ScopedNarrowScoresTiles const&) = delete;
-    ScopedNarrowScoresTiles& operator=(ScopedNarrowScoresTiles const&) = delete;
-};
+using ScopedNarrowScoresTiles = ScopedFlag<narrowScoresTilesFlag>;
 
 } // namespace qsa_test
 } // namespace kernel
