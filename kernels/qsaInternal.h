@@ -12,13 +12,12 @@ namespace trt_edgellm {
 namespace kernel {
 namespace qsa_detail {
 
-// K2 over rows [rowBegin, rowEnd). writeInvisible = false leaves invisible entries untouched (the runner
-// reads only each row's visible prefix); ids, when non-null, receives ids[(r - rowBegin) * MB + g] = g for
-// every VISIBLE entry.
+// K2 over rows [rowBegin, rowEnd). writeInvisible = false leaves invisible entries untouched and launches
+// CTAs only for the block tiles some row of the call can see (the runner reads only each row's visible prefix).
 template <typename T>
-void launchScoresImpl(char const* fn, float* logits, T const* qNormed, T const* kbar,
-                      int32_t const* contextLengths, int32_t batchSize, int32_t seqLen, int64_t rowBegin,
-                      int64_t rowEnd, bool writeInvisible, cudaStream_t stream);
+void launchScoresImpl(char const* fn, float* logits, T const* qNormed, T const* kbar, int32_t const* contextLengths,
+                      int32_t batchSize, int32_t seqLen, int64_t rowBegin, int64_t rowEnd, bool writeInvisible,
+                      cudaStream_t stream);
 
 // CUB's own temp-bytes query for a DoubleBuffer segmented sort of numRows x numBlocks: it sizes the prefill
 // workspace's CUB temp slot (contract section 6), which stays in the layout although the runner no longer
