@@ -58,7 +58,10 @@ void decodeTouchesOnlyContractCells(bool hardened) {
     Chain ch = makeChain(spec);
     DecodeRegions const r = decodeRegions(ch.steps);
     coverDecode(r, nVisFloor());
-    coverage::cover("hole_used", r.holeUsed, 0.15);
+    // 0.10, not 0.15: a chain uses a hole in 39% of cases (117/300 on the CPU, 2026-12-04), so 30 cases fall
+    // below 15% (<= 4 hits) with probability 2e-3 a run (seen once: 4/30, seed 4049636557) and below 10%
+    // (<= 2 hits) with probability 7e-5.
+    coverage::cover("hole_used", r.holeUsed, 0.10);
     coverage::cover("out_of_plane_used", r.outOfPlaneUsed, hardened ? 0.05 : 0.0);
     coverage::cover("truncated_hit", r.truncatedHit, 0.0);
     bool overHole = false;
