@@ -114,7 +114,7 @@ __device__ __forceinline__ float k2LanePartial(float4 q, float4 k) {
 // this thread, folded into d[it] (returned in v). qRow / kRow: slot(row, 0) of the thread's first q row and
 // first k row; rows ty + 16 ir and tx + 8 jc are at compile-time offsets from them.
 __device__ __forceinline__ void foldEightLeaves(float4 const* qRow, float4 const* kRow, int it, float (&v)[4][4]) {
-    float pend[4][4][3];             // binary counter: a pending a-, b- or c-level value per pair (levels m = 16, 8, 4)
+    float pend[4][4][4]; // butterflyFold's binary counter per pair; leaves j < 8 leave the m = 2 node d[it] in pend[3]
     float4 const* q = qRow + 8 * it; // P(rev4(jj) + it) = P(rev4(jj)) + 8 it (rev4(jj) is even)
     float4 const* k = kRow + 8 * it;
 #pragma unroll
@@ -152,19 +152,16 @@ __device__ __forceinline__ void foldEightLeaves(float4 const* qRow, float4 const
         for (int ir = 0; ir < 4; ++ir) {
 #pragma unroll
             for (int jc = 0; jc < 4; ++jc) {
-                float s = __fadd_rn(p0[ir][jc], k2LanePartial(qv[ir], kv[jc])); // a[l] = p[l] + p[l + 16]
-#pragma unroll
-                for (int i = 0; i < 3; ++i) {
-                    if ((jj & (1 << i)) == 0) {
-                        pend[ir][jc][i] = s; // its sibling comes later
-                        break;
-                    }
-                    s = __fadd_rn(pend[ir][jc][i], s);
-                    if (i == 2) {
-                        v[ir][jc] = s; // jj == 7: d[it]
-                    }
-                }
+                float const a = __fadd_rn(p0[ir][jc], k2LanePartial(qv[ir], kv[jc])); // a[l] = p[l] + p[l + 16]
+                butterflyFold(pend[ir][jc], a, jj);
             }
+        }
+    }
+#pragma unroll
+    for (int ir = 0; ir < 4; ++ir) {
+#pragma unroll
+        for (int jc = 0; jc < 4; ++jc) {
+            v[ir][jc] = pend[ir][jc][3]; // after jj = 7 (bit 3 clear): d[it]
         }
     }
 }
