@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(kTile)
     float acc = 0.0f;
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
-        int const l = ((j & 1) << 3) | ((j & 2) << 1) | ((j & 4) >> 1) | ((j & 8) >> 3);
+        int const l = rev4(j);
         float4 const k0 = unpack4<T>(ks[kSlot(blk, l)]);
         float4 const k1 = unpack4<T>(ks[kSlot(blk, l + 16)]);
 #pragma unroll

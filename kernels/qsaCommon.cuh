@@ -126,8 +126,13 @@ __device__ __forceinline__ float lanePartial(float4 q, float4 k, bool reversed =
     return p;
 }
 
+// The leaf of step j of butterflyFold: j's 4 bits reversed.
+__device__ __forceinline__ int rev4(int j) {
+    return ((j & 1) << 3) | ((j & 2) << 1) | ((j & 4) >> 1) | ((j & 8) >> 3);
+}
+
 // warpSum's butterfly evaluated by one thread that holds every lane: step j (0..15, unrolled) brings
-// a = partial[l] + partial[l ^ 16] (the m = 16 level) for l = bitreverse4(j); the levels m = 8, 4, 2, 1 are
+// a = partial[l] + partial[l ^ 16] (the m = 16 level) for l = rev4(j); the levels m = 8, 4, 2, 1 are
 // folded like a binary counter in pend[0..3]. After step 15, pend[3] is warpSum's result and true is returned.
 __device__ __forceinline__ bool butterflyFold(float (&pend)[4], float a, int j) {
     float s = a; // the sum of the subtree completed at level i (a: m = 16, then m = 8, 4, 2, 1)

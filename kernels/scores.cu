@@ -46,10 +46,6 @@ __device__ __forceinline__ int permLane(int l) {
     return ((l & 3) << 3) | (l >> 2);
 }
 
-__device__ __forceinline__ int rev4(int j) {
-    return ((j & 1) << 3) | ((j & 2) << 1) | ((j & 4) >> 1) | ((j & 8) >> 3);
-}
-
 // Stage rows [0, kRows) of a 128-wide T matrix into slot(row, l); rows >= nValid read as +0.0 (padded q
 // rows and invisible blocks are never read). Item (row, m) covers lanes 4m .. 4m + 3, i.e. dims 4m + c + 32i.
 // Every load of the stage is issued before the first conversion (one L2 round trip per stage). vec8 (both base
