@@ -302,7 +302,7 @@ __global__ void __launch_bounds__(kThreads, 3)
 }
 
 // Blocks per CTA on the current device: kTileBlocks when it gives a block that much shared memory, else kSubBlocks.
-int scoresSpan(char const* fn, int* smemBytes) {
+int scoresSpan(char const* fn) {
     int device = 0;
     int optin = 0;
     cudaError_t e = cudaGetDevice(&device);
@@ -313,9 +313,7 @@ int scoresSpan(char const* fn, int* smemBytes) {
         fail(fn, "cannot read the device's shared memory per block: ", cudaGetErrorString(e));
     }
     bool const narrow = qsa_test::narrowScoresTilesFlag().load(std::memory_order_relaxed) != 0; // tests only
-    int const span = optin >= smemFor(kTileBlocks) && !narrow ? kTileBlocks : kSubBlocks;
-    *smemBytes = smemFor(span);
-    return span;
+    return optin >= smemFor(kTileBlocks) && !narrow ? kTileBlocks : kSubBlocks;
 }
 
 } // namespace
@@ -334,8 +332,8 @@ void launchScoresImpl(char const* fn, float* logits, T const* qNormed, T const* 
     int64_t const bLast = (rowEnd - 1) / seqLen;
     int64_t const tileStart = bFirst * tilesPerSeq + (rowBegin - bFirst * seqLen) / kTileRows;
     int64_t const tileEnd = bLast * tilesPerSeq + ceilDiv(rowEnd - bLast * seqLen, kTileRows);
-    int smemBytes = 0;
-    int const span = scoresSpan(fn, &smemBytes);
+    int const span = scoresSpan(fn);
+    int const smemBytes = smemFor(span);
     int64_t gTiles = ceilDiv(numBlocks, span);
     if (!writeInvisible) {
         // Only block tiles that some row of the call can see get a CTA (the others would exit at once):
