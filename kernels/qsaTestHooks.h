@@ -8,8 +8,8 @@
 // (2) K2's narrow-tile path (kernels/scores.cu): on a device that cannot give a block 67,584 bytes of shared
 // memory (sm_75 gives 64 KB) K2 runs CTAs of 32 blocks instead of 64; the flag makes K2 take that path on any
 // device so that the H200 tests it (kernels/scores_test.cc). One relaxed atomic load per K2 launch.
-// Only tests may include this header (kernels/launch_failure_test.cc, kernels/scores_test.cc); production code
-// never sets a flag.
+// Only tests may include this header (kernels/launch_failure_test.cc, kernels/scores_test.cc,
+// properties/differential_stages_test.cc); production code never sets a flag.
 #pragma once
 
 #include <atomic>

@@ -74,6 +74,9 @@ __device__ __forceinline__ void stageRows(float4* dst, T const* src, int64_t src
                 } else {
                     uint16_t const* h = reinterpret_cast<uint16_t const*>(p + 32 * i);
                     bits[it][i] = make_uint2(h[0] | (uint32_t{h[1]} << 16), h[2] | (uint32_t{h[3]} << 16));
+                    if (QSA_MUTANT(37)) {
+                        bits[it][i] = make_uint2(h[1] | (uint32_t{h[0]} << 16), h[3] | (uint32_t{h[2]} << 16));
+                    }
                 }
             }
         }
@@ -334,13 +337,17 @@ void launchScoresImpl(char const* fn, float* logits, T const* qNormed, T const* 
     int64_t const tileEnd = bLast * tilesPerSeq + ceilDiv(rowEnd - bLast * seqLen, kTileRows);
     int const span = scoresSpan(fn);
     int const smemBytes = smemFor(span);
-    int64_t gTiles = ceilDiv(numBlocks, span);
+    int gridSpan = span; // blocks per CTA, as the grid counts them
+    if (QSA_MUTANT(38)) {
+        gridSpan = kTileBlocks;
+    }
+    int64_t gTiles = ceilDiv(numBlocks, gridSpan);
     if (!writeInvisible) {
         // Only block tiles that some row of the call can see get a CTA (the others would exit at once):
         // row t sees blocks g < (t + 1) / 4 at most, and the latest t of the call is its last row when the
         // call lies within one sequence, else seqLen - 1.
         int64_t const tMax = bFirst == bLast ? rowEnd - 1 - bFirst * seqLen : seqLen - 1;
-        gTiles = std::max<int64_t>(1, std::min(gTiles, ceilDiv((tMax + 1) / 4, span)));
+        gTiles = std::max<int64_t>(1, std::min(gTiles, ceilDiv((tMax + 1) / 4, gridSpan)));
     }
     int64_t const tiles = tileEnd - tileStart;
     if (tiles > 0x7FFFFFFF) {

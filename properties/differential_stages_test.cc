@@ -6,17 +6,20 @@
 // reference. Here: K1a / K1b / K2 (raw k optionally replaced by random finite T bit patterns, magnitudes
 // mixed inside a block so that the FP32 block sums round: mutant 8), the sort and B3 select on host-written
 // logits drawn from a few distinct values (+inf, -FLT_MAX, -0.0, NaN), and the prefill workspace size
-// (section 6) with CUB's own query.
+// (section 6) with CUB's own query. K2 also runs on 2-byte aligned inputs and on its narrow tiles, the two
+// paths no runner takes (K2Launch below).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cfloat>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
 #include "kernels/qsaIndexerKernels.h"
+#include "kernels/qsaTestHooks.h"
 #include "kernels/test_cub_query.h"
 #include "properties/fast.h"
 #include "properties/prop.h"
@@ -142,8 +145,66 @@ std::pair<int64_t, int64_t> genRowWindow(int64_t rows) {
     return {r0, std::min(rows, r0 + *rc::gen::inRange<int64_t>(1, 513))};
 }
 
+// How K2 is launched, beyond its rows. Section 2 asks nothing of a T pointer but T's own alignment, so
+// qNormed and kbar may be 2-byte aligned (K2 then stages from 2-byte loads, not its 8-byte ones: kernel
+// mutant 37); and a device with less shared memory per block runs K2's narrow 32-block tiles, forced here on
+// any device by the test hook (kernel mutant 38). The runners take neither path (their workspace is aligned;
+// the H200 runs the wide tiles), so only these stage checks and kernels/scores_test reach them.
+struct K2Launch {
+    bool twoByteAligned = false;
+    bool narrowTiles = false;
+};
+
+K2Launch genK2Launch() {
+    K2Launch k;
+    k.twoByteAligned = *rc::gen::arbitrary<bool>();
+    k.narrowTiles = *rc::gen::arbitrary<bool>();
+    coverage::cover("k2_two_byte_aligned", k.twoByteAligned, 0.2);
+    coverage::cover("k2_narrow_tiles", k.narrowTiles, 0.2);
+    return k;
+}
+
+std::string describeK2(K2Launch k) {
+    return std::string(" k2=") + (k.twoByteAligned ? "2-byte-aligned" : "aligned") + "," +
+           (k.narrowTiles ? "narrow-tiles" : "device-tiles");
+}
+
+// K2's input, a T matrix, in device memory at `host`'s bits: at the allocation's start (256-byte aligned) or
+// one element past it (2-byte aligned only).
+struct K2Input {
+    size_t offset;
+    DeviceBuffer<uint16_t> buf;
+    K2Input(std::vector<uint16_t> const& host, bool twoByteAligned)
+        : offset(twoByteAligned ? 1 : 0), buf(shifted(host, offset)) {}
+    // The element before the input is a NaN that K2 must not read.
+    static std::vector<uint16_t> shifted(std::vector<uint16_t> const& host, size_t offset) {
+        std::vector<uint16_t> v(offset, 0x7E00);
+        v.insert(v.end(), host.begin(), host.end());
+        return v;
+    }
+    template <typename T>
+    T const* ptr() const {
+        return buf.as<T const>() + offset;
+    }
+};
+
+// K2 on rows [r0, r1) of qNormed / kbar as `k` says, into garbage-filled logits.
 template <typename T>
-std::string stagesVsReference(ref::PrefillCase const& c, int64_t r0, int64_t r1) {
+std::vector<float> launchK2(ref::PrefillCase const& c, std::vector<uint16_t> const& qNormed,
+                            std::vector<uint16_t> const& kbar, DeviceBuffer<int32_t> const& ctx, int64_t r0, int64_t r1,
+                            K2Launch k) {
+    int32_t const B = c.batchSize, S = c.seqLen, MB = (S + 3) / 4;
+    K2Input const q(qNormed, k.twoByteAligned), kb(kbar, k.twoByteAligned);
+    DeviceBuffer<float> l = garbage<float>(size_t(r1 - r0) * MB, 0x7F);
+    std::optional<kn::qsa_test::ScopedNarrowScoresTiles> narrow;
+    if (k.narrowTiles)
+        narrow.emplace();
+    kn::launchQsaScores<T>(l.get(), q.ptr<T>(), kb.ptr<T>(), ctx.get(), B, S, int32_t(r0), int32_t(r1), nullptr);
+    return l.download();
+}
+
+template <typename T>
+std::string stagesVsReference(ref::PrefillCase const& c, int64_t r0, int64_t r1, K2Launch k2) {
     int32_t const B = c.batchSize, S = c.seqLen, MB = (S + 3) / 4;
     size_t const rows = size_t(B) * S;
     DeviceBuffer<uint16_t> qk(c.indexQk), wQ(c.wQ), wK(c.wK);
@@ -173,11 +234,8 @@ std::string stagesVsReference(ref::PrefillCase const& c, int64_t r0, int64_t r1)
     std::vector<float> lRef(n);
     ref::scores(c.dtype, lRef.data(), qRef.data(), kRef.data(), c.contextLengths.data(), B, S, int32_t(r0),
                 int32_t(r1));
-    DeviceBuffer<uint16_t> qIn(qRef), kIn(kRef);
-    DeviceBuffer<float> l = garbage<float>(n, 0x7F);
-    kn::launchQsaScores<T>(l.get(), qIn.as<T const>(), kIn.as<T const>(), ctx.get(), B, S, int32_t(r0), int32_t(r1),
-                           nullptr);
-    return diffRows(l.download(), lRef, size_t(MB), "K2 logits [row = r - rowBegin, col = g]");
+    return diffRows(launchK2<T>(c, qRef, kRef, ctx, r0, r1, k2), lRef, size_t(MB),
+                    "K2 logits [row = r - rowBegin, col = g]");
 }
 
 // K1a, K1b, then K2 on the reference's qNormed / kbar (a K2 bug is told apart from a K1 bug) over all rows or
@@ -189,10 +247,11 @@ QSA_PROP(Stages, PrefillStagesMatchReference, 40) {
     if (mixed)
         mixedMagnitudeRawK(c, spec.act.seed);
     auto const [r0, r1] = genRowWindow(int64_t(c.batchSize) * c.seqLen);
-    Capture cap("stages", describe(spec) + (mixed ? " rawK=mixed-magnitude" : ""), c);
+    K2Launch const k2 = genK2Launch();
+    Capture cap("stages", describe(spec) + (mixed ? " rawK=mixed-magnitude" : "") + describeK2(k2), c);
     RC_TAG(mixed ? "mixed-magnitude raw k" : "generated raw k");
-    std::string const m = c.dtype == ref::DType::kHalf ? stagesVsReference<__half>(c, r0, r1)
-                                                       : stagesVsReference<__nv_bfloat16>(c, r0, r1);
+    std::string const m = c.dtype == ref::DType::kHalf ? stagesVsReference<__half>(c, r0, r1, k2)
+                                                       : stagesVsReference<__nv_bfloat16>(c, r0, r1, k2);
     QSA_REQUIRE_EMPTY(m.empty() ? m : m + " (K2 rows [" + std::to_string(r0) + ", " + std::to_string(r1) + "))");
 }
 
@@ -201,7 +260,7 @@ QSA_PROP(Stages, PrefillStagesMatchReference, 40) {
 // invisible entries and padded rows exactly -FLT_MAX (section 9.1 keeps them exact). No runner reads an
 // invisible entry, so only this check sees a K2 that writes one (kernel mutant 16).
 template <typename T>
-std::string stagesWithinFast(ref::PrefillCase const& c, int64_t r0, int64_t r1) {
+std::string stagesWithinFast(ref::PrefillCase const& c, int64_t r0, int64_t r1, K2Launch k2) {
     int32_t const B = c.batchSize, S = c.seqLen, MB = (S + 3) / 4;
     DeviceBuffer<uint16_t> qk(c.indexQk), wQ(c.wQ), wK(c.wK);
     DeviceBuffer<float> cs(c.cosSin);
@@ -217,10 +276,7 @@ std::string stagesWithinFast(ref::PrefillCase const& c, int64_t r0, int64_t r1) 
     std::string const m = fast::judgePrefillStages(c, got);
     if (!m.empty())
         return m;
-    DeviceBuffer<float> l = garbage<float>(size_t(r1 - r0) * MB, 0x7F);
-    kn::launchQsaScores<T>(l.get(), q.as<T const>(), kb.as<T const>(), ctx.get(), B, S, int32_t(r0), int32_t(r1),
-                           nullptr);
-    return fast::judgePrefillLogits(c, got, l.download(), r0, r1);
+    return fast::judgePrefillLogits(c, got, launchK2<T>(c, got.qNormed, got.kbar, ctx, r0, r1, k2), r0, r1);
 }
 
 QSA_PROP(Stages, PrefillStagesWithinFastEnclosure, 40) {
@@ -228,9 +284,10 @@ QSA_PROP(Stages, PrefillStagesWithinFastEnclosure, 40) {
     fast::judgeableOnFirstCase(spec.act);
     ref::PrefillCase const c = toCase(spec);
     auto const [r0, r1] = genRowWindow(int64_t(c.batchSize) * c.seqLen);
-    Capture cap("stages", describe(spec), c);
-    std::string const m =
-        c.dtype == ref::DType::kHalf ? stagesWithinFast<__half>(c, r0, r1) : stagesWithinFast<__nv_bfloat16>(c, r0, r1);
+    K2Launch const k2 = genK2Launch();
+    Capture cap("stages", describe(spec) + describeK2(k2), c);
+    std::string const m = c.dtype == ref::DType::kHalf ? stagesWithinFast<__half>(c, r0, r1, k2)
+                                                       : stagesWithinFast<__nv_bfloat16>(c, r0, r1, k2);
     QSA_REQUIRE_EMPTY(m.empty() ? m : m + " (K2 rows [" + std::to_string(r0) + ", " + std::to_string(r1) + "))");
 }
 

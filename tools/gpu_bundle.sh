@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds every gpu-tagged test and GPU tool and copies the static binaries, with the runfiles they
-# read, into OUTDIR, plus OUTDIR/run_all.sh (a copy of tools/run_all.sh), MANIFEST, LARGE (the tests tagged
+# read, into OUTDIR, plus OUTDIR/run_all.sh and OUTDIR/engine.sh (copies of tools/), MANIFEST, LARGE (the tests tagged
 # large) and COMMIT. The bundle needs only a GPU driver on the target host.
 # Usage: [BUNDLE_FILTER=regex] [BUNDLE_IMPL=label [BUNDLE_PROFILE=p]] tools/gpu_bundle.sh OUTDIR [bazel build flags,
 #        e.g. --config=all_archs]
@@ -104,7 +104,9 @@ rm -f "$out/IMPL" "$out/PROFILE"
 [[ -z $impl ]] || echo "$impl" >"$out/IMPL"
 [[ -z $profile ]] || echo "$profile" >"$out/PROFILE"
 
-# run_all.sh lives in tools/run_all.sh (plain, --large and --sanitize modes; see its header).
+# run_all.sh lives in tools/run_all.sh (plain, --large and --sanitize modes; see its header); it launches every
+# binary through tools/engine.sh, which it sources from beside itself.
 cp -f "$repo/tools/run_all.sh" "$out/run_all.sh"
+cp -f "$repo/tools/engine.sh" "$out/engine.sh"
 chmod +x "$out/run_all.sh"
 echo "gpu_bundle: $(grep -c '^tests' "$out/MANIFEST") tests, $(grep -c '^tools' "$out/MANIFEST") tools in $out ($(du -sh "$out" | cut -f1))${impl:+, //api:impl=$impl}${profile:+, QSA_PROFILE=$profile}"

@@ -13,6 +13,10 @@
 #
 # FILTER keeps the binaries whose bundle path contains it. Logs go to LOGDIR (default ./logs), one per
 # binary (sanitize mode: LOGDIR/sanitize/<tool>/<binary>.log). Exit status non-zero if anything failed.
+# Plain mode bounds each binary by BIN_TIMEOUT seconds (default 480, so that a hang still leaves one
+# 10-minute device call its lines; tests tagged large: LARGE_TIMEOUT, default 7200): past it the binary
+# FAILS as "timeout", a crash FAILS as "crash(SIGNAME)". Binaries are launched by tools/engine.sh, which
+# run_mutants.sh shares (the bundle carries it beside this file).
 # QSA_PROFILE defaults to the bundle's PROFILE file (a bundle of another //api:impl, gpu_bundle.sh BUNDLE_IMPL).
 # A binary's own `env` attribute (the bundle's ENV file, e.g. QSA_PROFILE=fast for the profile-fast twin of a
 # stage property, which links the fast-math kernels) is set for that binary as bazel test sets it, over both.
@@ -27,13 +31,18 @@
 # them there. Large tests never run under a sanitizer (20 GB and hours).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tools/engine.sh
+source "$here/engine.sh" || {
+    echo "run_all: $here/engine.sh is missing (gpu_bundle.sh copies it beside run_all.sh)" >&2
+    exit 2
+}
 logs=${LOGDIR:-$here/logs}
 large=0
 sanitize=""
 jobs=""
 filter=""
 usage() {
-    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 while (($# > 0)); do
@@ -98,44 +107,36 @@ while read -r kind path; do
     selected+=("$path")
 done <"$here/MANIFEST"
 
-# The env attribute of a bundle path (gpu_bundle.sh writes ENV: "path KEY=VALUE" lines; absent in older bundles).
-declared_env() { # path
-    [[ -f $here/ENV ]] || return 0
-    awk -v p="$1" '$1 == p { print $2 }' "$here/ENV"
-}
-
-# Runs one binary from its runfiles (as bazel test does, its declared env included); extra args and env come
-# from the caller.
-run_binary() { # path log [command prefix...]
-    local path=$1 log=$2
-    shift 2
-    local runfiles="$here/tests/$path.runfiles" undeclared="${log%.log}.outputs" envs=()
-    mapfile -t envs < <(declared_env "$path")
-    mkdir -p "$undeclared"
-    (
-        if [[ -d $runfiles/qsa_indexer ]]; then cd "$runfiles/qsa_indexer" || exit 97; else cd "$here" || exit 97; fi
-        TEST_SRCDIR="$runfiles" TEST_WORKSPACE=qsa_indexer TEST_TMPDIR=$(mktemp -d) \
-            TEST_UNDECLARED_OUTPUTS_DIR="$undeclared" env ${envs[@]+"${envs[@]}"} "$@"
-    ) >"$log" 2>&1
+# Runs one binary of the bundle through the engine, from its runfiles and with its declared env (the bundle's ENV
+# file, as bazel test sets a test's env attribute); a command prefix (compute-sanitizer ...) may precede it.
+run_binary() { # path log timeout [command prefix...]
+    local path=$1 log=$2 limit=$3
+    shift 3
+    local ENGINE_ENV=()
+    mapfile -t ENGINE_ENV < <(engine_declared_env "$here/ENV" "$path")
+    engine_run "$log" "$limit" "$here/tests/$path.runfiles" "$@" "$here/tests/$path"
 }
 
 # ---- plain mode -------------------------------------------------------------------------------------
 # One binary: its line (printed, and kept in LOGDIR/plain/<binary>.line for the summary).
 run_plain() { # path
-    local path=$1 log start rc ms cases passed verdict line
+    local path=$1 log rc cases passed outcome verdict line limit=${BIN_TIMEOUT:-480}
+    is_large "$path" && limit=${LARGE_TIMEOUT:-7200}
     log="$logs/${path//\//_}.log"
-    start=$(date +%s%N)
-    run_binary "$path" "$log" "$here/tests/$path"
+    run_binary "$path" "$log" "$limit"
     rc=$?
-    ms=$((($(date +%s%N) - start) / 1000000))
-    cases=$(grep -Eo '^\[==========\] [0-9]+ tests? from [0-9]+ test (suite|case)s? ran' "$log" | tail -1 | awk '{print $2}')
-    passed=$(grep -Eo '^\[  PASSED  \] [0-9]+' "$log" | tail -1 | awk '{print $4}')
-    if ((rc == 0)); then verdict=PASS; else verdict=FAIL; fi
-    line=$(printf '%-4s %-55s cases=%-5s passed=%-5s %5d.%01d s' "$verdict" "$path" "${cases:-?}" "${passed:-0}" \
-        $((ms / 1000)) $((ms % 1000 / 100)))
+    read -r cases passed < <(engine_gtest_counts "$log")
+    outcome=$(engine_outcome "$rc")
+    if [[ $outcome == pass ]]; then verdict=PASS; else verdict=FAIL; fi
+    line=$(printf '%-4s %-55s cases=%-5s passed=%-5s %5d.%01d s' "$verdict" "$path" "$cases" "$passed" \
+        $((ENGINE_MS / 1000)) $((ENGINE_MS % 1000 / 100)))
     local own
-    own=$(declared_env "$path" | tr '\n' ' ')
+    own=$(engine_declared_env "$here/ENV" "$path" | tr '\n' ' ')
     [[ -z $own ]] || line+="  (its env: ${own% })"
+    case $outcome in
+    timeout) line+="  (timeout after $limit s)" ;;
+    crash*) line+="  ($outcome)" ;;
+    esac
     if ((rc != 0)); then line+=$'\n'$(grep -E '^\[  FAILED  \]|Failure|error' "$log" | head -5 | sed 's/^/      /'); fi
     echo "$line" >"$logs/plain/${path//\//_}.line"
     echo "$line"
@@ -267,19 +268,18 @@ mkdir -p "$sanlogs"
 
 # One (tool, binary) pair; appends its line to $results and prints it.
 run_pair() { # tool path timeout
-    local tool=$1 path=$2 limit=$3 budget rc_params gfilter log extra=() start ms rc errors hazards found verdict note=""
+    local tool=$1 path=$2 limit=$3 budget rc_params gfilter log extra=() ms rc errors hazards found verdict note=""
     budget=$(sanitize_budget "$tool" "$path")
     rc_params=${budget%%$'\t'*}
     gfilter=${budget#*$'\t'}
     mkdir -p "$sanlogs/$tool"
     log="$sanlogs/$tool/${path//\//_}.log"
     [[ $tool == racecheck ]] && extra=(--racecheck-report all)
-    start=$(date +%s%N)
     RC_PARAMS=$rc_params QSA_PROP_BUDGET=sanitizer GTEST_FILTER=$gfilter \
-        run_binary "$path" "$log" timeout -k 10 "$limit" \
-        compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 50 "${extra[@]}" "$here/tests/$path"
+        run_binary "$path" "$log" "$limit" \
+        compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 50 "${extra[@]}"
     rc=$?
-    ms=$((($(date +%s%N) - start) / 1000000))
+    ms=$ENGINE_MS
     read -r errors hazards found < <(parse_summary "$tool" "$log")
     if ((rc == 124 || rc == 137)); then
         note="timeout after ${limit} s"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # //tools/mutants:matrix_test (CPU, CI): run_mutants.sh's kill matrix rendered from fake .result logs, the `fast`
 # pass's verdicts above all (contract section 9.3: a semantic survivor is a GAP, a reported rounding mutant a
-# FALSE ALARM, the fast build's own control must pass). Usage: matrix_test.sh RUN_MUTANTS_SH CATALOG_TSV
+# FALSE ALARM, the fast build's own control must pass). Usage: matrix_test.sh RUN_MUTANTS_SH CATALOG_TSV ENGINE_SH
 set -euo pipefail
 runner=$1
 catalog=$2
+engine=$3
 tmp=$(mktemp -d "${TEST_TMPDIR:-/tmp}/matrix_test.XXXXXX")
 fail=0
 
@@ -112,6 +113,7 @@ expect_none "$tmp/four.out" 'UNCLASSIFIED' "real catalog"
 b=$tmp/bundle
 mkdir -p "$b/bin" "$b/bin_fast"
 cp "$runner" "$b/run_mutants.sh"
+cp "$engine" "$b/engine.sh"
 head -5 "$tmp/catalog.tsv" >"$b/catalog.tsv"
 printf 'contract\t2\tlayout\tcore\tproperties/a_gpu\t1\ncontract\t1\tdiff\tcore\tproperties/b_gpu\t2\n' >"$b/contracts.tsv"
 echo fake >"$b/COMMIT"

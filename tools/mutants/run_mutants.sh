@@ -70,6 +70,14 @@ PIPELINE_ORDER=(
 )
 
 here=$(cd "$(dirname "$0")" && pwd)
+# The launcher shared with run_all.sh: beside this script in a bundle (`build` copies it), tools/ in the repo.
+engine=$here/engine.sh
+[[ -f $engine ]] || engine=$here/../engine.sh
+# shellcheck source=tools/engine.sh
+source "$engine" || {
+    echo "run_mutants: tools/engine.sh not found beside $here/run_mutants.sh nor in $here/.." >&2
+    exit 2
+}
 
 die() {
     echo "run_mutants: $*" >&2
@@ -145,7 +153,7 @@ WRAP
     done
     cp "$full/COMMIT" "$out/COMMIT"
     git -C "$repo" diff --quiet HEAD -- kernels properties || echo "dirty" >>"$out/COMMIT"
-    cp "$here/run_mutants.sh" "$here/catalog.tsv" "$tsv" "$out/"
+    cp "$here/run_mutants.sh" "$here/catalog.tsv" "$engine" "$tsv" "$out/"
     chmod u+w "$out/contracts.tsv"
     rm -rf "$full"
     # The device tool carries at most 64 MiB: the stripped binaries share most bytes (kernels, CUB, gtest,
@@ -177,36 +185,24 @@ run_pass() {
         local budget=$((END_AT - now))
         ((budget > BIN_TIMEOUT)) && budget=$BIN_TIMEOUT
         log="$dir/${b//\//__}.log"
-        local tmp
-        tmp=$(mktemp -d)
-        (
-            cd "$tmp" || exit 99
-            QSA_MUTANT=$id GTEST_FAIL_FAST=1 TEST_TMPDIR="$tmp" TEST_UNDECLARED_OUTPUTS_DIR="$tmp" \
-                timeout -k 5 "$budget" "${MUT_BIN_DIR:-$bundle/bin}/${b//\//__}"
-        ) >"$log" 2>&1
+        # The stripped binaries have no runfiles: the engine runs them in a fresh directory.
+        local ENGINE_ENV=("QSA_MUTANT=$id" GTEST_FAIL_FAST=1)
+        engine_run "$log" "$budget" "" "${MUT_BIN_DIR:-$bundle/bin}/${b//\//__}"
         rc=$?
-        rm -rf "$tmp"
         echo "rc=$rc" >>"$log"
         if ((rc != 0)); then
             killer=$b
-            if ((rc == 124 || rc == 137)); then
+            if [[ $(engine_outcome "$rc") == timeout ]]; then
                 test="TIMEOUT(${budget}s)"
                 ((budget < BIN_TIMEOUT)) && status=deadline
             else
-                test=$(grep -m1 -Eo '^\[  FAILED  \] [A-Za-z0-9_/.]+' "$log" | awk '{print $4}')
+                test=$(engine_first_failed "$log")
                 [[ -n $test ]] || test="crash(rc=$rc)"
             fi
             # RapidCheck: "Falsifiable after N tests and M shrinks" then the printed (shrunk) case.
             local fal
-            fal=$(grep -m1 -Eo 'Falsifiable after [0-9]+ tests?( and [0-9]+ shrinks?)?' "$log")
-            if [[ -n $fal ]]; then
-                local n m case bs
-                n=$(echo "$fal" | awk '{print $3}')
-                m=$(echo "$fal" | grep -Eo '[0-9]+ shrink' | awk '{print $1}')
-                case=$(sed -n '/Falsifiable after/,$p' "$log" | grep -m1 -Eo '(prefill|decode-chain) B=[0-9]+ (S=[0-9]+|L=\[[0-9, ]*\])')
-                bs=$(echo "$case" | sed -E 's/^(prefill|decode-chain) //; s/ /,/')
-                shrunk="${bs:-?} (after $n tests, ${m:-0} shrinks)"
-            fi
+            fal=$(engine_falsified "$log")
+            [[ -z $fal ]] || shrunk=$fal
             [[ -n $status ]] || status=killed
             break
         fi
@@ -242,7 +238,7 @@ cmd_run() {
     if [[ ! -d $bundle/bin && -f $bundle/bin.tar.xz ]]; then
         local unpack
         unpack=$(mktemp -d)
-        cp "$bundle"/run_mutants.sh "$bundle"/catalog.tsv "$bundle"/contracts.tsv "$bundle"/COMMIT "$unpack"/
+        cp "$bundle"/run_mutants.sh "$bundle"/catalog.tsv "$bundle"/contracts.tsv "$bundle"/COMMIT "$engine" "$unpack"/
         xz -dc "$bundle/bin.tar.xz" | tar -C "$unpack" -xf - || die "cannot unpack $bundle/bin.tar.xz"
         bundle=$unpack
     fi
@@ -305,7 +301,7 @@ cmd_run() {
             jobs+=("$id $p")
         done
     done
-    export -f run_pass
+    export -f run_pass engine_run engine_outcome engine_first_failed engine_falsified
     export STAGE_LIST="${STAGE_ORDER[*]} ${STAGE_PROPS_ORDER[*]}" PROPS_LIST="${PROPS_ORDER[*]}" PIPE_LIST="${PIPELINE_ORDER[*]}"
     export FAST_LIST="${fast_order[*]}"
     if ((fast)); then

@@ -1,0 +1,91 @@
+# shellcheck shell=bash
+# THE way a GPU-host script runs one test binary of a bundle and reads its log: sourced by run_all.sh (plain and
+# sanitize modes) and tools/mutants/run_mutants.sh (every pass), so a launch, a timeout, a declared env and a
+# verdict mean the same thing in both. gpu_bundle.sh and `run_mutants.sh build` copy it next to the script.
+# certify (C++) runs its children itself and calls `run_all.sh --sanitize` for the sanitizer part.
+# Tested without a GPU by //tools:run_all_test (fake bundles: pass, fail, crash, hang, declared env, runfiles)
+# and //tools/mutants:matrix_test (run_mutants.sh run end to end).
+#
+#   engine_run LOG TIMEOUT DIR CMD...
+#       Runs CMD (a test binary, or a wrapper such as compute-sanitizer followed by it) as `bazel test` runs a
+#       test: in DIR/qsa_indexer when DIR is the binary's runfiles tree (TEST_SRCDIR=DIR, TEST_WORKSPACE), else
+#       in a fresh temporary directory; TEST_TMPDIR fresh and removed afterwards; TEST_UNDECLARED_OUTPUTS_DIR =
+#       LOG without .log, plus .outputs (kept: captured fixtures land there). The environment is the caller's
+#       plus ENGINE_ENV (an array of KEY=VALUE, set last: the binary's declared env). After TIMEOUT seconds CMD
+#       gets SIGTERM, 10 s later SIGKILL. Stdout and stderr go to LOG. Returns CMD's exit status (124 or 137:
+#       timed out); sets ENGINE_MS (wall milliseconds).
+#   engine_outcome RC           pass | fail | timeout | crash(SIGNAME)  (a status above 128 is a signal)
+#   engine_gtest_counts LOG     "CASES PASSED" from gtest's last summary ("? 0" when it printed none)
+#   engine_first_failed LOG     the first "[  FAILED  ]" test name (empty when none)
+#   engine_falsified LOG        RapidCheck's "B,S (after N tests, M shrinks)" of the first falsified property,
+#                               "? (after ...)" when the case line names no shape (empty when nothing falsified)
+#   engine_declared_env ENV PATH  the KEY=VALUE lines of PATH in a bundle's ENV file (gpu_bundle.sh), one per line
+
+ENGINE_ENV=()
+ENGINE_MS=0
+
+engine_run() { # log timeout dir cmd...
+    local log=$1 limit=$2 dir=$3
+    shift 3
+    local undeclared="${log%.log}.outputs" tmp start rc
+    mkdir -p "$undeclared"
+    tmp=$(mktemp -d)
+    start=$(date +%s%N)
+    (
+        if [[ -n $dir && -d $dir/qsa_indexer ]]; then
+            cd "$dir/qsa_indexer" || exit 97
+            export TEST_SRCDIR=$dir TEST_WORKSPACE=qsa_indexer
+        else
+            cd "$tmp" || exit 97
+        fi
+        TEST_TMPDIR=$tmp TEST_UNDECLARED_OUTPUTS_DIR=$undeclared \
+            env ${ENGINE_ENV[@]+"${ENGINE_ENV[@]}"} timeout -k 10 "$limit" "$@"
+        # Not the subshell's last command, so bash does not exec it: a crash comes back as a status above 128
+        # instead of killing the subshell (whose death bash would report on run_all's own output).
+        exit $?
+    ) >"$log" 2>&1
+    rc=$?
+    ENGINE_MS=$((($(date +%s%N) - start) / 1000000))
+    rm -rf "$tmp"
+    return $rc
+}
+
+engine_outcome() { # rc
+    local rc=$1
+    if ((rc == 0)); then
+        echo pass
+    elif ((rc == 124 || rc == 137)); then
+        echo timeout
+    elif ((rc > 128 && rc < 160)); then
+        echo "crash($(kill -l $((rc - 128)) 2>/dev/null || echo "signal $((rc - 128))"))"
+    else
+        echo fail
+    fi
+}
+
+engine_gtest_counts() { # log
+    local cases passed
+    cases=$(grep -Eo '^\[==========\] [0-9]+ tests? from [0-9]+ test (suite|case)s? ran' "$1" | tail -1 | awk '{print $2}')
+    passed=$(grep -Eo '^\[  PASSED  \] [0-9]+' "$1" | tail -1 | awk '{print $4}')
+    echo "${cases:-?} ${passed:-0}"
+}
+
+engine_first_failed() { # log
+    grep -m1 -Eo '^\[  FAILED  \] [A-Za-z0-9_/.]+' "$1" | awk '{print $4}'
+}
+
+engine_falsified() { # log
+    local fal n m case bs
+    fal=$(grep -m1 -Eo 'Falsifiable after [0-9]+ tests?( and [0-9]+ shrinks?)?' "$1")
+    [[ -n $fal ]] || return 0
+    n=$(awk '{print $3}' <<<"$fal")
+    m=$(grep -Eo '[0-9]+ shrink' <<<"$fal" | awk '{print $1}')
+    case=$(sed -n '/Falsifiable after/,$p' "$1" | grep -m1 -Eo '(prefill|decode-chain) B=[0-9]+ (S=[0-9]+|L=\[[0-9, ]*\])')
+    bs=$(sed -E 's/^(prefill|decode-chain) //; s/ /,/' <<<"$case")
+    echo "${bs:-?} (after $n tests, ${m:-0} shrinks)"
+}
+
+engine_declared_env() { # env-file path
+    [[ -f $1 ]] || return 0
+    awk -v p="$2" '$1 == p { print $2 }' "$1"
+}
