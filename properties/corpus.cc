@@ -78,15 +78,20 @@ std::vector<RecipeInfo> const& recipes() {
         {Recipe::kPrefillHostile, "prefill_hostile_pool",
          plus(kPayloadRegions, {"hole_used", "out_of_plane_used", "truncated_hit"})},
         {Recipe::kPrefillTies, "prefill_ties", kPayloadRegions},
-        {Recipe::kDecode, "decode", {"bf16", "block_completes", "page_edge", "valid_at_floor_edge"}},
+        {Recipe::kDecode,
+         "decode",
+         {"bf16", "block_completes", "page_edge", "valid_at_floor_edge", "huge", "nonfinite_valid"}},
         {Recipe::kDecodeHostile,
          "decode_hostile_pool",
          {"bf16", "block_completes", "page_edge", "valid_at_floor_edge", "hole_used", "out_of_plane_used",
-          "truncated_hit"}},
+          "truncated_hit", "huge", "nonfinite_valid"}},
         {Recipe::kDecodeManyBlocks,
          "decode_many_blocks",
-         {"bf16", "nvis_gt_512", "tie_at_rank_512", "block_completes", "valid_at_floor_edge"}},
-        {Recipe::kDecodeInvalidRow, "decode_invalid_row", {"bf16", "invalid_row", "block_completes", "page_edge"}},
+         {"bf16", "nvis_gt_512", "tie_at_rank_512", "block_completes", "valid_at_floor_edge", "huge",
+          "nonfinite_valid"}},
+        {Recipe::kDecodeInvalidRow,
+         "decode_invalid_row",
+         {"bf16", "invalid_row", "block_completes", "page_edge", "huge", "nonfinite_valid", "nonfinite_invalid_row"}},
     };
     return r;
 }
@@ -218,7 +223,10 @@ std::vector<std::string> decodeRegionNames(ref::DecodeCase const& d, std::vector
                                        {"block_completes", r.blockCompletes},
                                        {"page_edge", r.pageEdge},
                                        {"invalid_row", invalid},
-                                       {"valid_at_floor_edge", edge}};
+                                       {"valid_at_floor_edge", edge},
+                                       {"huge", r.huge},
+                                       {"nonfinite_valid", r.nonFiniteValid},
+                                       {"nonfinite_invalid_row", r.nonFiniteInvalid}};
     return hitNames(hit);
 }
 
@@ -323,6 +331,10 @@ private:
             int32_t const maxCtx = *std::max_element(d.contextLengths.begin(), d.contextLengths.end());
             d.cosSin = makeCosSin(spec.act.rope, std::max<int32_t>(maxCtx, int32_t(d.cosSin.size() / 64)));
             note += ", row " + std::to_string(bad) + " invalid: ctx " + std::to_string(d.contextLengths[size_t(bad)]);
+            if ((pickBits >> 40) & 1) { // as the property's poisoned half
+                poisonDecodeRow(d, bad);
+                note += " (input NaN/Inf)";
+            }
         }
         if (estimateDecode(d) > cap)
             return false;
@@ -405,7 +417,8 @@ std::vector<std::string> const& regionNames() {
                                                    "block_completes",
                                                    "page_edge",
                                                    "invalid_row",
-                                                   "valid_at_floor_edge"};
+                                                   "valid_at_floor_edge",
+                                                   "nonfinite_invalid_row"};
     return names;
 }
 

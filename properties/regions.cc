@@ -101,14 +101,50 @@ PrefillRegions prefillRegions(ref::PrefillCase const& c) {
     return r;
 }
 
+namespace {
+
+// NaN / Inf and huge values among n T elements.
+void scanPayload(DType dt, uint16_t const* v, size_t n, bool* nonFiniteSeen, bool* hugeSeen) {
+    for (size_t i = 0; i < n; ++i) {
+        *nonFiniteSeen |= nonFinite(dt, v[i]);
+        *hugeSeen |= hugeBits(dt, v[i]);
+    }
+}
+
+// The kbar of the V-tails that B2 of row b reads (blocks g < ctx / 4 whose page entry is in its plane).
+void scanVTails(ref::DecodeCase const& d, int32_t b, int32_t ctx, bool* nonFiniteSeen, bool* hugeSeen) {
+    ref::PoolDims const& p = d.pool.dims;
+    for (int32_t g = 0; g < ctx / 4; ++g) {
+        int32_t const slot = (4 * g) >> 7;
+        if (slot >= p.maxPagesPerSeq)
+            return;
+        int32_t const id = d.pool.pageTable[(size_t(b) * 2 + 1) * p.maxPagesPerSeq + slot];
+        if (id < p.numPages || id >= 2 * p.numPages)
+            continue; // a hole or out of plane: never read
+        size_t const at = ((size_t(id) * 128 + ((4 * g) & 127)) * p.numKVHeads) * p.poolHeadDim + p.headSize;
+        if (at + 128 <= d.pool.data.size())
+            scanPayload(d.dtype, &d.pool.data[at], 128, nonFiniteSeen, hugeSeen);
+    }
+}
+
+} // namespace
+
 DecodeRegions decodeRegions(std::vector<ref::DecodeCase> const& steps) {
     DecodeRegions r;
-    for (ref::DecodeCase const& d : steps) {
+    for (size_t step = 0; step < steps.size(); ++step) {
+        ref::DecodeCase const& d = steps[step];
         r.bf16 |= d.dtype == DType::kBf16;
         for (int32_t b = 0; b < d.batchSize; ++b) {
             int32_t const ctx = d.contextLengths[b];
-            if (ctx < 1 || ctx / 4 > d.maxBlocks)
+            uint16_t const* row = &d.indexQk[size_t(b) * 640];
+            if (ctx < 1 || ctx / 4 > d.maxBlocks) {
+                bool unusedHuge = false;
+                scanPayload(d.dtype, row, 640, &r.nonFiniteInvalid, &unusedHuge);
                 continue; // invalid row: touches nothing
+            }
+            scanPayload(d.dtype, row, 640, &r.nonFiniteValid, &r.huge);
+            if (step == 0)
+                scanVTails(d, b, ctx, &r.nonFiniteValid, &r.huge);
             int32_t const t = ctx - 1;
             r.nVisGt512 |= ctx / 4 > 512;
             r.blockCompletes |= ctx % 4 == 0;
@@ -162,6 +198,9 @@ void coverDecode(DecodeRegions const& r, double nVisFloor) {
     cover("nvis_gt_512", r.nVisGt512, nVisFloor);
     cover("block_completes", r.blockCompletes);
     cover("page_edge", r.pageEdge);
+    cover("huge", r.huge);
+    cover("nonfinite_valid", r.nonFiniteValid);
+    cover("nonfinite_invalid_row", r.nonFiniteInvalid);
     cover("bf16", r.bf16);
 }
 

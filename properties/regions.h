@@ -39,6 +39,12 @@ struct DecodeRegions {
     bool holeUsed = false;
     bool outOfPlaneUsed = false;
     bool truncatedHit = false;
+    // Payload extremes a step reads: a valid row's own input (indexQk), and in the chain's first step, when it
+    // carries its pool data, the kbar of the V-tails B2 reads (later steps read V-tails that B1 wrote from
+    // earlier rows' inputs).
+    bool huge = false;             // magnitude >= 2^14 (half) / 2^56 (bf16), or inf
+    bool nonFiniteValid = false;   // NaN / Inf
+    bool nonFiniteInvalid = false; // NaN / Inf in the input of an invalid row (which must stay inert)
 };
 // Regions of the steps of a chain (ctx per step and row), on the chain's page table.
 DecodeRegions decodeRegions(std::vector<ref::DecodeCase> const& steps);
