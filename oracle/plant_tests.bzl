@@ -74,6 +74,7 @@ PLANTS = [
     struct(plant = 17, binary = "pool_hygiene_test", filter = "PoolHygiene.DecodeHostilePoolTouchesOnlyContractCells", expect = [
         "V-tail cell of a valid block was not written",
     ], pass_filter = "PoolHygiene.*", pass_levels = "core"),
+    struct(plant = 18, binary = "decode_stages_test", filter = "DecodeStages.B1QPrepHostilePoolMatchesReference", expect = ["B1 qNormed row b="]),
 ]
 
 # The profile `fast` checks that must catch each semantic plant of contract section 9 (plants.h 22-26), run under
@@ -96,7 +97,7 @@ FAST_PLANT_TAGS = []
 # the sources in agreement.
 PLANT_SITES = {
     "api.cc": [8],
-    "decode.cc": [6, 10, 11, 15, 17, 25, 26],
+    "decode.cc": [6, 10, 11, 15, 17, 18, 25, 26],
     "fast.cc": [22, 23, 24],
     "prefill.cc": [1, 2, 3, 4, 5, 7, 9, 12, 13, 14, 16, 25, 27],
 }

@@ -22,6 +22,8 @@
 //  17 levels           decode B1 skips (does not write) a completing block whose K page is unusable: legal at
 //                      core (the +0.0 reads are hardened, contract section 8), caught only by the hardened
 //                      variants (the seed system's behaviour on PoolHygiene.DecodeTouchesOnlyContractCells)
+//  18 decode stages    B1 zeroes an invalid row's qNormed as x - x of its input (+0.0 for finite x, NaN for NaN
+//                      and Inf): caught only when an invalid row's input is NaN / Inf (the hardened stage cases)
 // (10-13 change no outIdx and no pool cell: only the workspace read-back of section 6 sees them.)
 // Semantic plants that profile `fast` must catch (CONTRACT.md section 9: numerics bugs prefill and decode
 // share), compiled into //oracle:oracle_fast as oracle_fast_plant<n> (plant_tests.bzl FAST_PLANTS); 22-24 live

@@ -62,8 +62,11 @@ rc::Gen<StageCase> genStageCase(bool hardened) {
         int32_t const extra = *flatRange<int32_t>(-1, 3);
         d.maxBlocks = extra < 0 ? std::max(1, maxCtx / 4) : (maxCtx + 3) / 4 + extra;
         // Invalid rows (contract section 5: ctx < 1 or ctx / 4 > maxBlocks; hardened) next to valid ones.
-        if (hardened && B > 1 && *weighted<bool>({{2, false}, {1, true}}))
-            ctx[size_t(*flatRange<int32_t>(0, B))] = *pick<int32_t>(0, -1, 4 * d.maxBlocks + 4, 4 * d.maxBlocks + 7);
+        int32_t invalidRow = -1;
+        if (hardened && B > 1 && *weighted<bool>({{2, false}, {1, true}})) {
+            invalidRow = *flatRange<int32_t>(0, B);
+            ctx[size_t(invalidRow)] = *pick<int32_t>(0, -1, 4 * d.maxBlocks + 4, 4 * d.maxBlocks + 7);
+        }
         d.contextLengths = ctx;
         PoolSpec ps = *genPoolSpec(hardened, 0);
         if (hardened && ps.holesPer16 == 0 && !ps.outOfPlane && !ps.truncated)
@@ -88,6 +91,10 @@ rc::Gen<StageCase> genStageCase(bool hardened) {
         d.indexQk.resize(size_t(B) * 640);
         for (int32_t b = 0; b < B; ++b)
             fillTokenRow(act, sequenceSeed(act, b), std::max(ctx[b] - 1, 0), &d.indexQk[size_t(b) * 640]);
+        // Half the invalid rows hold NaN / +Inf / -Inf: zero qNormed whatever the input (a zero made from the
+        // input, such as x - x, is +0.0 only for finite x: oracle plant 18).
+        if (invalidRow >= 0 && *rc::gen::arbitrary<bool>())
+            poisonDecodeRow(d, invalidRow);
         d.cosSin = makeCosSin(act.rope, std::max(maxCtx, 4 * d.maxBlocks + 8));
         d.wQ = makeGamma(act, false);
         d.wK = makeGamma(act, true);
