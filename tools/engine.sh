@@ -10,7 +10,9 @@
 #       Runs CMD (a test binary, or a wrapper such as compute-sanitizer followed by it) as `bazel test` runs a
 #       test: in DIR/qsa_indexer when DIR is the binary's runfiles tree (TEST_SRCDIR=DIR, TEST_WORKSPACE), else
 #       in a fresh temporary directory; TEST_TMPDIR fresh and removed afterwards; TEST_UNDECLARED_OUTPUTS_DIR =
-#       LOG without .log, plus .outputs (kept: captured fixtures land there). The environment is the caller's
+#       LOG without .log, plus .outputs (kept: captured fixtures land there), or inside TEST_TMPDIR (removed)
+#       when ENGINE_KEEP_OUTPUTS=0 (run_mutants: hundreds of killing runs would bring back hundreds of
+#       fixtures, some of tens of MB, from one device call). The environment is the caller's
 #       plus ENGINE_ENV (an array of KEY=VALUE, set last: the binary's declared env). After TIMEOUT seconds CMD
 #       gets SIGTERM, 10 s later SIGKILL. Stdout and stderr go to LOG. Returns CMD's exit status (124 or 137:
 #       timed out); sets ENGINE_MS (wall milliseconds).
@@ -28,8 +30,9 @@ engine_run() { # log timeout dir cmd...
     local log=$1 limit=$2 dir=$3
     shift 3
     local undeclared="${log%.log}.outputs" tmp start rc
-    mkdir -p "$undeclared"
     tmp=$(mktemp -d)
+    [[ ${ENGINE_KEEP_OUTPUTS:-1} == 0 ]] && undeclared=$tmp/outputs
+    mkdir -p "$undeclared"
     start=$(date +%s%N)
     (
         if [[ -n $dir && -d $dir/qsa_indexer ]]; then

@@ -62,6 +62,7 @@ expect "$o" '^PASS properties/env_test .*\(its env: QSA_PROFILE=fast\)' "plain: 
 expect "$o" '^SKIP kernels/large_test +\(tagged large' "plain: large skipped"
 expect "$o" '^run_all: 2/5 binaries passed \(commit fake-commit, impl //kernels:qsa_kernels, QSA_PROFILE=ieee, 3 at a time\); 1 large test\(s\) NOT run$' "plain: summary"
 [[ -f $tmp/logs1/kernels_pass_test.log ]] || say "plain: no log for kernels/pass_test"
+[[ -d $tmp/logs1/kernels_pass_test.outputs ]] || say "plain: no undeclared-outputs folder kept for kernels/pass_test"
 ! grep -q 'Segmentation fault' "$o" || say "plain: the shell's notice of the crash leaked into run_all's output"
 
 # 2. A filter, --large: only what passes, exit 0.

@@ -130,6 +130,10 @@ o=$tmp/five.out
 expect_line "$o" '| 1 | R_ONE | not run |  | a_gpu `Fake.properties__a_gpu` | '"$(awk -F'\t' '$1 == 1 && $2 == "props" {print $6}' "$tmp/five/results.tsv")"' | - |' "run: props row"
 expect_line "$o" '| 0 | control (fast build, no mutant) | - | all 2 binaries passed | '"$(awk -F'\t' '$2 ~ /^ctlfast-/ {if ($6 + 0 > m) m = $6 + 0} END {print m}' "$tmp/five/results.tsv")"' | ok |' "run: fast control"
 expect_line "$o" 'fast: control 2/2 binaries passed; semantic mutants killed 1/2 (median '"$(awk -F'\t' '$1 == 3 && $2 == "fast" {printf "%.1f", $6}' "$tmp/five/results.tsv")"' s); rounding mutants not reported 1/2; gaps (semantic survivors): 4; false alarms: 2; incomplete: none' "run: fast summary"
+if find "$tmp/five" -name '*.outputs' | grep -q .; then
+    echo "matrix_test: run: the engine kept undeclared-output folders (run_mutants sets ENGINE_KEEP_OUTPUTS=0)" >&2
+    fail=1
+fi
 if ! grep -q 'FAILED  \] Fake.properties__b_gpu' "$tmp/five/m2.fast/properties__b_gpu.log"; then
     echo "matrix_test: run: mutant 2's fast pass did not fail in bin_fast/properties__b_gpu" >&2
     fail=1

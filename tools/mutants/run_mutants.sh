@@ -185,8 +185,9 @@ run_pass() {
         local budget=$((END_AT - now))
         ((budget > BIN_TIMEOUT)) && budget=$BIN_TIMEOUT
         log="$dir/${b//\//__}.log"
-        # The stripped binaries have no runfiles: the engine runs them in a fresh directory.
-        local ENGINE_ENV=("QSA_MUTANT=$id" GTEST_FAIL_FAST=1)
+        # The stripped binaries have no runfiles: the engine runs them in a fresh directory. Captured fixtures
+        # are not kept (the log names the failing case and its seed).
+        local ENGINE_ENV=("QSA_MUTANT=$id" GTEST_FAIL_FAST=1) ENGINE_KEEP_OUTPUTS=0
         engine_run "$log" "$budget" "" "${MUT_BIN_DIR:-$bundle/bin}/${b//\//__}"
         rc=$?
         echo "rc=$rc" >>"$log"
