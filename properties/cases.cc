@@ -76,14 +76,6 @@ std::vector<uint16_t> refPoolAfterPrefill(ref::PrefillCase const& c) {
     return pool;
 }
 
-void poisonDecodeRow(ref::DecodeCase& d, int32_t b) {
-    bool const half = d.dtype == ref::DType::kHalf;
-    uint16_t const nan = half ? 0x7E00 : 0x7FC0, inf = half ? 0x7C00 : 0x7F80;
-    uint16_t const poison[3] = {nan, inf, static_cast<uint16_t>(inf | 0x8000)};
-    for (int i = 0; i < 640; ++i)
-        d.indexQk[size_t(b) * 640 + size_t(i)] = poison[i % 3];
-}
-
 ref::PrefillCase subBatch(ref::PrefillCase const& c, std::vector<int32_t> const& seqs, int32_t newS,
                           ActSpec const& act) {
     ref::PrefillCase r = c;

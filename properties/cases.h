@@ -29,10 +29,6 @@ Chain makeChain(DecodeChainSpec const& s);
 // L > 2048 starts cheaply). Decode-only properties start their steps from it.
 std::vector<uint16_t> refPoolAfterPrefill(ref::PrefillCase const& c);
 
-// Fills decode row b's input (q and raw k, 640 T values) with NaN, +Inf and -Inf in turn: an invalid row's
-// outputs are fixed whatever it holds (contract section 5), and no other row may see it.
-void poisonDecodeRow(ref::DecodeCase& d, int32_t b);
-
 // Walks a decode chain: step k (0-based) starts from the pool step k - 1 left (the first, from
 // refPoolAfterPrefill(ch.prefillL)) and is added to the capture; step(d, k) checks it and returns the pool
 // after it.

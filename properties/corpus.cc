@@ -332,8 +332,8 @@ private:
             d.cosSin = makeCosSin(spec.act.rope, std::max<int32_t>(maxCtx, int32_t(d.cosSin.size() / 64)));
             note += ", row " + std::to_string(bad) + " invalid: ctx " + std::to_string(d.contextLengths[size_t(bad)]);
             if ((pickBits >> 40) & 1) { // as the property's poisoned half
-                poisonDecodeRow(d, bad);
-                note += " (input NaN/Inf)";
+                poisonRow(d.dtype, pickBits, &d.indexQk[size_t(bad) * 640]);
+                note += " (input poisoned)";
             }
         }
         if (estimateDecode(d) > cap)

@@ -91,10 +91,10 @@ rc::Gen<StageCase> genStageCase(bool hardened) {
         d.indexQk.resize(size_t(B) * 640);
         for (int32_t b = 0; b < B; ++b)
             fillTokenRow(act, sequenceSeed(act, b), std::max(ctx[b] - 1, 0), &d.indexQk[size_t(b) * 640]);
-        // Half the invalid rows hold NaN / +Inf / -Inf: zero qNormed whatever the input (a zero made from the
-        // input, such as x - x, is +0.0 only for finite x: oracle plant 18).
+        // Half the invalid rows hold the padding poison (poisonRow: mostly NaN and Inf): zero qNormed whatever the
+        // input (a zero made from the input, such as x - x, is +0.0 only for finite x: oracle plant 18).
         if (invalidRow >= 0 && *rc::gen::arbitrary<bool>())
-            poisonDecodeRow(d, invalidRow);
+            poisonRow(act.dtype, act.seed ^ 0x1D, &d.indexQk[size_t(invalidRow) * 640]);
         d.cosSin = makeCosSin(act.rope, std::max(maxCtx, 4 * d.maxBlocks + 8));
         d.wQ = makeGamma(act, false);
         d.wK = makeGamma(act, true);

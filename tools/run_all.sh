@@ -42,7 +42,7 @@ sanitize=""
 jobs=""
 filter=""
 usage() {
-    sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//' >&2
+    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2
     exit 2
 }
 while (($# > 0)); do
