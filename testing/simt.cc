@@ -1,0 +1,280 @@
+// The fiber scheduler behind simt.h. One block at a time: every thread of it is a fiber with its own stack; the
+// scheduler runs them in thread order, each until it reaches a synchronisation point or ends, and releases a
+// point when every thread it waits for has reached it.
+#include "testing/simt.h"
+
+#include <ucontext.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+extern "C" {
+// The runtime calls a kernel source makes around its launches; there is no device to ask.
+cudaError_t cudaGetLastError(void) {
+    return cudaSuccess;
+}
+cudaError_t cudaPeekAtLastError(void) {
+    return cudaSuccess;
+}
+char const* cudaGetErrorName(cudaError_t) {
+    return "cudaSuccess";
+}
+char const* cudaGetErrorString(cudaError_t) {
+    return "no error (simt)";
+}
+// What a mutants build (kernels/qsaMutants.h) does to put the mutant id into its __constant__, which under the
+// host compiler is an ordinary global.
+cudaError_t cudaGetDevice(int* device) {
+    *device = 0;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int) {
+    *stream = nullptr;
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpyToSymbolAsync(void const* symbol, void const* src, size_t count, size_t offset,
+                                    enum cudaMemcpyKind, cudaStream_t) {
+    std::memcpy(static_cast<char*>(const_cast<void*>(symbol)) + offset, src, count);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+    return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t) {
+    return cudaSuccess;
+}
+cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode*) {
+    return cudaSuccess;
+}
+}
+
+uint3 threadIdx, blockIdx;
+dim3 blockDim, gridDim;
+
+namespace simt {
+namespace {
+
+constexpr size_t kStack = 256 * 1024; // a kernel's register arrays live on its fiber's stack
+
+enum class Wait { None, Block, Warp, Done };
+
+struct Fiber {
+    ucontext_t ctx{};
+    std::unique_ptr<char[]> stack;
+    uint3 threadIdx{}, blockIdx{};
+    int linear = 0;
+    Wait wait = Wait::None;
+    char const* op = nullptr; // the warp collective it waits in
+    unsigned mask = 0;
+    uint64_t in = 0;
+    uint64_t out[32] = {};
+};
+
+struct Block {
+    std::vector<Fiber> fibers;
+    ucontext_t sched{};
+    int current = -1;
+    std::function<void()> const* body = nullptr;
+    std::string error; // set by a fiber that detected misuse; the scheduler throws it
+};
+
+Block* gBlock = nullptr;
+std::mutex gRunning; // one emulated launch at a time (fibers share the static __shared__ of the kernels)
+
+Fiber& me() {
+    return gBlock->fibers[gBlock->current];
+}
+
+void yieldToScheduler() {
+    Fiber& f = me();
+    swapcontext(&f.ctx, &gBlock->sched);
+}
+
+void fiberMain() {
+    (*gBlock->body)();
+    me().wait = Wait::Done;
+    // returning ends the fiber: uc_link resumes the scheduler
+}
+
+std::string describeThread(Fiber const& f) {
+    std::ostringstream s;
+    s << "thread (" << f.threadIdx.x << "," << f.threadIdx.y << "," << f.threadIdx.z << ")";
+    return s.str();
+}
+
+std::string describeBlock(Fiber const& f) {
+    std::ostringstream s;
+    s << "block (" << f.blockIdx.x << "," << f.blockIdx.y << "," << f.blockIdx.z << ")";
+    return s.str();
+}
+
+// Releases whatever point is complete. Returns whether something was released.
+bool release(Block& blk) {
+    int const n = static_cast<int>(blk.fibers.size());
+    bool released = false;
+    // Warps: all 32 lanes waiting in the same collective.
+    for (int w = 0; w * 32 < n; ++w) {
+        int const lo = w * 32, hi = std::min(n, lo + 32);
+        bool all = true;
+        for (int i = lo; i < hi; ++i) {
+            all = all && blk.fibers[i].wait == Wait::Warp;
+        }
+        if (!all) {
+            continue;
+        }
+        Fiber const& f0 = blk.fibers[lo];
+        for (int i = lo; i < hi; ++i) {
+            Fiber const& f = blk.fibers[i];
+            if (std::strcmp(f.op, f0.op) != 0 || f.mask != f0.mask) {
+                blk.error = describeBlock(f0) + ": warp " + std::to_string(w) +
+                            " lanes at different collectives: lane 0 in " + f0.op + ", lane " + std::to_string(i - lo) +
+                            " in " + f.op;
+                return false;
+            }
+        }
+        if (hi - lo != 32 || f0.mask != 0xFFFFFFFFu) {
+            blk.error = describeBlock(f0) + ": warp " + std::to_string(w) + " " + f0.op +
+                        " with a partial warp or mask (simt supports the full mask of a full warp only)";
+            return false;
+        }
+        uint64_t all32[32];
+        for (int i = lo; i < hi; ++i) {
+            all32[i - lo] = blk.fibers[i].in;
+        }
+        for (int i = lo; i < hi; ++i) {
+            std::memcpy(blk.fibers[i].out, all32, sizeof(all32));
+            blk.fibers[i].wait = Wait::None;
+        }
+        released = true;
+    }
+    // The block barrier: every thread not yet done waits in it.
+    bool allAtBarrier = true, anyAtBarrier = false;
+    for (Fiber const& f : blk.fibers) {
+        allAtBarrier = allAtBarrier && (f.wait == Wait::Block || f.wait == Wait::Done);
+        anyAtBarrier = anyAtBarrier || f.wait == Wait::Block;
+    }
+    if (allAtBarrier && anyAtBarrier) {
+        for (Fiber& f : blk.fibers) {
+            if (f.wait == Wait::Block) {
+                f.wait = Wait::None;
+            }
+        }
+        released = true;
+    }
+    return released;
+}
+
+std::string deadlock(Block const& blk) {
+    std::ostringstream s;
+    s << describeBlock(blk.fibers[0]) << ": no thread can go on:";
+    int shown = 0;
+    for (Fiber const& f : blk.fibers) {
+        if (f.wait == Wait::Done || shown >= 8) {
+            continue;
+        }
+        ++shown;
+        s << " " << describeThread(f) << " in " << (f.wait == Wait::Block ? "__syncthreads" : f.op) << ";";
+    }
+    int done = 0;
+    for (Fiber const& f : blk.fibers) {
+        done += f.wait == Wait::Done;
+    }
+    s << " " << done << " of " << blk.fibers.size() << " threads have ended"
+      << " (a collective or barrier not reached by every thread it waits for)";
+    return s.str();
+}
+
+} // namespace
+
+int laneId() {
+    return me().linear & 31;
+}
+
+[[noreturn]] void notEmulated(char const* what) {
+    std::fprintf(stderr, "simt: %s is not emulated (only exactly rounded float operations are)\n", what);
+    std::abort();
+}
+
+void syncThreads() {
+    me().wait = Wait::Block;
+    yieldToScheduler();
+}
+
+void warpExchange(char const* op, unsigned mask, uint64_t v, uint64_t out[32]) {
+    Fiber& f = me();
+    f.wait = Wait::Warp;
+    f.op = op;
+    f.mask = mask;
+    f.in = v;
+    yieldToScheduler();
+    std::memcpy(out, me().out, sizeof(me().out));
+}
+
+void run(dim3 grid, dim3 block, std::function<void()> const& body) {
+    std::lock_guard<std::mutex> lock(gRunning);
+    int const n = static_cast<int>(block.x * block.y * block.z);
+    if (n <= 0 || n > 1024) {
+        throw std::runtime_error("simt::run: block of " + std::to_string(n) + " threads");
+    }
+    Block blk;
+    blk.fibers.resize(n);
+    blk.body = &body;
+    for (Fiber& f : blk.fibers) {
+        f.stack.reset(new char[kStack]);
+    }
+    gBlock = &blk;
+    blockDim = block;
+    gridDim = grid;
+    struct Reset {
+        ~Reset() { gBlock = nullptr; }
+    } reset;
+    for (unsigned bz = 0; bz < grid.z; ++bz) {
+        for (unsigned by = 0; by < grid.y; ++by) {
+            for (unsigned bx = 0; bx < grid.x; ++bx) {
+                for (int i = 0; i < n; ++i) {
+                    Fiber& f = blk.fibers[i];
+                    f.linear = i;
+                    f.threadIdx = make_uint3(i % block.x, (i / block.x) % block.y, i / (block.x * block.y));
+                    f.blockIdx = make_uint3(bx, by, bz);
+                    f.wait = Wait::None;
+                    getcontext(&f.ctx);
+                    f.ctx.uc_stack.ss_sp = f.stack.get();
+                    f.ctx.uc_stack.ss_size = kStack;
+                    f.ctx.uc_link = &blk.sched;
+                    makecontext(&f.ctx, fiberMain, 0);
+                }
+                for (;;) {
+                    bool ran = false, allDone = true;
+                    for (int i = 0; i < n; ++i) {
+                        if (blk.fibers[i].wait == Wait::None) {
+                            blk.current = i;
+                            threadIdx = blk.fibers[i].threadIdx;
+                            blockIdx = blk.fibers[i].blockIdx;
+                            swapcontext(&blk.sched, &blk.fibers[i].ctx);
+                            ran = true;
+                        }
+                        allDone = allDone && blk.fibers[i].wait == Wait::Done;
+                    }
+                    if (allDone) {
+                        break;
+                    }
+                    bool const released = release(blk);
+                    if (!blk.error.empty()) {
+                        throw std::runtime_error("simt: " + blk.error);
+                    }
+                    if (!ran && !released) {
+                        throw std::runtime_error("simt: " + deadlock(blk));
+                    }
+                }
+            }
+        }
+    }
+}
+
+} // namespace simt
