@@ -210,6 +210,8 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
     auto* idsAlt = mem.alloc<int32_t>(size_t(rc) * MB);
     size_t tempBytes = kn::getQsaSortTempBytes(static_cast<int32_t>(rc), MB);
     auto* temp = mem.alloc<char>(tempBytes);
+    auto* outWarp = mem.alloc<int32_t>(size_t(rowsAll) * 2051);
+    static char const kWarpRow[] = "candidate: warp-per-row select+sort+K4 (CTA kernel where MB > 2048)";
     std::map<std::string, std::vector<double>> stage;
     for (int r = -2; r < runs; ++r) {
         Laps l(st);
@@ -239,6 +241,11 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
             l.mark("K2 scores, runner form (visible tiles only)");
             kn::qsa_detail::launchPrefillSelectExpand(out, keys, ctx, S, r0, r1, st);
             l.mark("runner select+sort+K4 (fused)");
+            // Issue 24's candidate (one warp per row where MB <= 2048), on the same logits, into its own rows:
+            // timed, and compared with the runner's kernel bit for bit below.
+            kn::qsa_detail::launchPrefillSelectExpand(outWarp, keys, ctx, S, r0, r1, st,
+                                                      kn::qsa_detail::PrefillSelectKernel::WarpPerRow);
+            l.mark(kWarpRow);
         }
         if (r < 0) {
             l.sums();
@@ -275,11 +282,31 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
         } else if (name == "sort (whole rows)") {
             std::printf("| %s | %.3f | - | %.3f (visible) / %.3f (rectangle) | %.2f / %.2f |\n", name.c_str(), m,
                         sortFloor, sortRectFloor, m / sortFloor, m / sortRectFloor);
-        } else if (name == "runner select+sort+K4 (fused)") {
+        } else if (name == "runner select+sort+K4 (fused)" || name == kWarpRow) {
             std::printf("| %s | %.3f | %s | %.3f (visible) | %.2f |\n", name.c_str(), m,
                         before(dtName, kase, "fused").c_str(), sortFloor, m / sortFloor);
         } else {
             std::printf("| %s | %.3f | %s | - | - |\n", name.c_str(), m, before(dtName, kase, name).c_str());
+        }
+    }
+    {
+        // The candidate must give the runner kernel's bits on every row (both wrote all rows, chunk by chunk,
+        // from the same logits).
+        std::vector<int32_t> a(size_t(rowsAll) * 2051), b(a.size());
+        QSA_CUDA(cudaStreamSynchronize(st));
+        QSA_CUDA(cudaMemcpy(a.data(), out, a.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+        QSA_CUDA(cudaMemcpy(b.data(), outWarp, b.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+        size_t i = 0;
+        while (i < a.size() && a[i] == b[i])
+            ++i;
+        if (i == a.size()) {
+            std::printf("candidate (warp per row, MB=%d%s): outIdx identical to the runner kernel's on all %lld rows\n",
+                        MB, MB > 2048 ? ": the CTA kernel ran" : "", static_cast<long long>(rowsAll));
+        } else {
+            std::printf(
+                "candidate (warp per row, MB=%d): outIdx DIFFERS from the runner kernel's: row %lld column %lld: "
+                "%d, runner %d\n",
+                MB, static_cast<long long>(i / 2051), static_cast<long long>(i % 2051), b[i], a[i]);
         }
     }
     std::printf("K2: %.3g FLOP (%.2f TFLOP/s achieved by the K2 launcher); sorted pairs: %.4g visible, %.4g rect\n",

@@ -1,4 +1,5 @@
-// The runner's fused prefill selection (prefill_select.cu, every variant launchPrefillSelectExpand picks by MB)
+// The runner's fused prefill selection (prefill_select.cu: the CTA-per-row kernel in every variant
+// launchPrefillSelectExpand picks by MB, and the warp-per-row kernel for MB <= 2048 with the CTA kernel above)
 // run on the CPU through testing/simt.h and compared bit for bit with the reference's selection + K4
 // (reference/rowops.h: selectPrefillRow, expandRow, fillRow). No GPU: this runs in CI and checks the kernel's
 // LOGIC (radix passes, threshold ties, the sort's order, K4's tail, padded rows, row windows), the part a
@@ -61,13 +62,17 @@ float drawLogit(Mode m, Rng& rng, int g) {
     }
 }
 
+char const* kernelName(kn::PrefillSelectKernel k) {
+    return k == kn::PrefillSelectKernel::CtaPerRow ? "CtaPerRow" : "WarpPerRow";
+}
+
 struct Counts {
     std::map<std::string, int> n;
 };
 
 // One launch over rows [rowBegin, rowEnd) of a B x S call; every row checked.
-void runWindow(int B, int S, std::vector<int32_t> const& ctx, int64_t rowBegin, int64_t rowEnd, Mode mode,
-               uint64_t seed, Counts& cov) {
+void runWindow(kn::PrefillSelectKernel kernel, int B, int S, std::vector<int32_t> const& ctx, int64_t rowBegin,
+               int64_t rowEnd, Mode mode, uint64_t seed, Counts& cov) {
     int32_t const MB = (S + 3) / 4;
     int64_t const rows = rowEnd - rowBegin;
     Rng rng(seed);
@@ -81,8 +86,12 @@ void runWindow(int B, int S, std::vector<int32_t> const& ctx, int64_t rowBegin, 
             logits[static_cast<size_t>(i) * MB + g] = g < nVis ? drawLogit(mode, rng, g) : std::nanf("");
         }
     }
-    std::vector<int32_t> out(static_cast<size_t>(B) * S * kWidth, 0x5A5A5A5A);
-    kn::launchPrefillSelectExpand(out.data(), logits.data(), ctx.data(), S, rowBegin, rowEnd, nullptr);
+    // Every row of the call, so that a write outside the window shows; kept across windows (a fresh 100 MB
+    // buffer per window cost more page faults than the emulation).
+    static std::vector<int32_t> out;
+    out.resize(static_cast<size_t>(B) * S * kWidth);
+    std::fill(out.begin(), out.end(), 0x5A5A5A5A);
+    kn::launchPrefillSelectExpand(out.data(), logits.data(), ctx.data(), S, rowBegin, rowEnd, nullptr, kernel);
 
     std::vector<int32_t> expect(kWidth), sel(512);
     for (int64_t r = 0; r < static_cast<int64_t>(B) * S; ++r) {
@@ -124,14 +133,18 @@ void runWindow(int B, int S, std::vector<int32_t> const& ctx, int64_t rowBegin, 
             while (got[p] == expect[p]) {
                 ++p;
             }
-            ADD_FAILURE() << "row " << r << " (b=" << b << " t=" << t << " ctx=" << ctx[b] << " nVis=" << nVis
-                          << ") of B=" << B << " S=" << S << " rows=[" << rowBegin << "," << rowEnd
-                          << ") mode=" << modeName(mode) << " seed=" << seed << ": outIdx[" << p << "] got " << got[p]
-                          << ", reference " << expect[p];
+            ADD_FAILURE() << kernelName(kernel) << " kernel, row " << r << " (b=" << b << " t=" << t
+                          << " ctx=" << ctx[b] << " nVis=" << nVis << ") of B=" << B << " S=" << S << " rows=["
+                          << rowBegin << "," << rowEnd << ") mode=" << modeName(mode) << " seed=" << seed << ": outIdx["
+                          << p << "] got " << got[p] << ", reference " << expect[p];
             return;
         }
     }
-    ++cov.n[std::string("variant_mb_") + (MB <= 1024 ? "le_1024" : MB <= 2048 ? "le_2048" : "gt_2048")];
+    // The kernel (and template) launchPrefillSelectExpand runs for this MB.
+    bool const warp = kernel == kn::PrefillSelectKernel::WarpPerRow && MB <= 2048;
+    ++cov.n[std::string(warp ? "warp_kernel_mb_" : "cta_kernel_mb_") + (MB <= 1024   ? "le_1024"
+                                                                        : MB <= 2048 ? "le_2048"
+                                                                                     : "gt_2048")];
 }
 
 void printCoverage(char const* test, Counts const& cov, std::vector<std::string> const& required) {
@@ -152,23 +165,31 @@ struct Window {
     Mode mode;
 };
 
+class PrefillSelectSimt : public ::testing::TestWithParam<kn::PrefillSelectKernel> {};
+
 // Runs the windows in order and stops at the first wrong one (it is the report; a mutant run stays short).
-void runWindows(char const* test, std::vector<Window> const& windows, uint64_t seed,
-                std::vector<std::string> const& required) {
+void runWindows(std::vector<Window> const& windows, uint64_t seed, std::vector<std::string> required) {
+    kn::PrefillSelectKernel const kernel = PrefillSelectSimt::GetParam();
+    for (std::string& k : required) {
+        if (k == "kernel_mb_le_2048" || k == "kernel_mb_le_1024") {
+            k = (kernel == kn::PrefillSelectKernel::WarpPerRow ? "warp_" : "cta_") + k;
+        }
+    }
     Counts cov;
     for (Window const& w : windows) {
-        runWindow(w.B, w.S, w.ctx, w.rowBegin, w.rowEnd, w.mode, seed++, cov);
+        runWindow(kernel, w.B, w.S, w.ctx, w.rowBegin, w.rowEnd, w.mode, seed++, cov);
         if (::testing::Test::HasFailure()) {
             return;
         }
     }
-    printCoverage(test, cov, required);
+    ::testing::TestInfo const* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    printCoverage((std::string(info->test_suite_name()) + "." + info->name()).c_str(), cov, required);
 }
 
 constexpr Mode kModes[] = {Mode::Zeros, Mode::FewValues, Mode::ThresholdTies, Mode::Random, Mode::ZerosAndTiny};
 
 // Rows around nVis = 512 (t = 2044 .. 2053) and the first rows, in each variant, every logit mode.
-TEST(PrefillSelectSimt, RowsAroundKSelInEveryVariant) {
+TEST_P(PrefillSelectSimt, RowsAroundKSelInEveryVariant) {
     std::vector<Window> ws;
     for (int S : {4096, 8192, 8200}) {
         for (Mode m : kModes) {
@@ -176,14 +197,14 @@ TEST(PrefillSelectSimt, RowsAroundKSelInEveryVariant) {
             ws.push_back({1, S, {S}, 0, 9, m});
         }
     }
-    runWindows("PrefillSelectSimt.RowsAroundKSelInEveryVariant", ws, 1,
-               {"nvis_0", "nvis_1_512", "nvis_gt_512", "ties_at_threshold", "variant_mb_le_1024", "variant_mb_le_2048",
-                "variant_mb_gt_2048"});
+    runWindows(ws, 1,
+               {"nvis_0", "nvis_1_512", "nvis_gt_512", "ties_at_threshold", "kernel_mb_le_1024", "kernel_mb_le_2048",
+                "cta_kernel_mb_gt_2048"});
 }
 
 // Long rows (nVis up to MB) with ties, a batch with padding (ctx < S, ctx 0 and ctx > S clamped), windows that
 // start and end inside a sequence.
-TEST(PrefillSelectSimt, LongRowsPaddingAndWindows) {
+TEST_P(PrefillSelectSimt, LongRowsPaddingAndWindows) {
     std::vector<Window> ws;
     for (int S : {4096, 8192, 8200}) {
         std::vector<int32_t> const ctx = {S - 5, 0, S + 7};
@@ -193,9 +214,43 @@ TEST(PrefillSelectSimt, LongRowsPaddingAndWindows) {
             ws.push_back({3, S, ctx, 2 * S - 2, 2 * S + 2, m}); // b=1 (ctx 0: all padded) into b=2
         }
     }
-    runWindows("PrefillSelectSimt.LongRowsPaddingAndWindows", ws, 100,
-               {"padded", "nvis_gt_512", "ties_at_threshold", "nvis_0"});
+    runWindows(ws, 100,
+               {"padded", "nvis_gt_512", "ties_at_threshold", "nvis_0", "kernel_mb_le_1024", "kernel_mb_le_2048"});
 }
+
+// Random calls: S at the MB boundaries that switch kernels (1024 | 1025, 2048 | 2049 blocks) and anywhere up to
+// 8300, B up to 3, ctx anywhere in [-2, S + 5] (clamped), windows of up to 40 rows, half of them in the last
+// rows of a sequence (nVis > 512), every logit mode.
+TEST_P(PrefillSelectSimt, RandomWindows) {
+    Rng rng(7);
+    int const boundaryS[] = {4093, 4096, 4097, 4100, 8189, 8192, 8193, 8196, 2052, 2047, 1, 3, 4};
+    constexpr int kModeCount = sizeof(kModes) / sizeof(kModes[0]);
+    std::vector<Window> ws;
+    for (int i = 0; i < 160; ++i) {
+        int const S =
+            rng.coin() ? boundaryS[rng.below(sizeof(boundaryS) / sizeof(int))] : static_cast<int>(rng.between(1, 8300));
+        int const B = static_cast<int>(rng.between(1, 3));
+        std::vector<int32_t> ctx(B);
+        for (int32_t& c : ctx) {
+            c = static_cast<int32_t>(rng.coin() ? S - rng.below(4) : rng.between(-2, S + 5));
+        }
+        int64_t const rows = static_cast<int64_t>(B) * S;
+        int64_t const len = std::min<int64_t>(rows, rng.between(1, 40));
+        int64_t const b = rng.below(B);
+        int64_t begin = rng.coin() ? (b + 1) * S - len : rng.below(rows - len + 1); // a sequence's last rows
+        begin = std::max<int64_t>(0, std::min(begin, rows - len));
+        ws.push_back({B, S, ctx, begin, begin + len, kModes[rng.below(kModeCount)]});
+    }
+    runWindows(ws, 1000,
+               {"padded", "nvis_0", "nvis_1_512", "nvis_gt_512", "ties_at_threshold", "kernel_mb_le_1024",
+                "kernel_mb_le_2048", "cta_kernel_mb_gt_2048"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, PrefillSelectSimt,
+                         ::testing::Values(kn::PrefillSelectKernel::CtaPerRow, kn::PrefillSelectKernel::WarpPerRow),
+                         [](::testing::TestParamInfo<kn::PrefillSelectKernel> const& i) {
+                             return kernelName(i.param);
+                         });
 
 } // namespace
 } // namespace qsa

@@ -24,11 +24,17 @@ void launchScoresImpl(char const* fn, float* logits, T const* qNormed, T const* 
 // calls CUB (its selection is launchPrefillSelectExpand).
 size_t sortDoubleBufferTempBytes(int64_t numRows, int64_t numBlocks);
 
+// Which kernel selects: one CTA per row (the runner's, measured on the H200), or one warp per row where
+// MB <= 2048 (issue 24's candidate: checked on the CPU by //kernels:prefill_select_simt_test, not yet measured
+// or run on a GPU; the CTA kernel where MB > 2048). Both give the same outIdx bits.
+enum class PrefillSelectKernel { CtaPerRow, WarpPerRow };
+
 // Runner selection + K4 of rows [rowBegin, rowEnd) in one pass per row (prefill_select.cu): logits
 // [rows, MB] (only each row's visible prefix is read) -> outIdx rows, exactly the contract's order
 // (logit descending, id ascending) of the first kSel = min(512, nVis) visible entries, then the tail.
 void launchPrefillSelectExpand(int32_t* outIdx, float const* logits, int32_t const* contextLengths, int32_t seqLen,
-                               int64_t rowBegin, int64_t rowEnd, cudaStream_t stream);
+                               int64_t rowBegin, int64_t rowEnd, cudaStream_t stream,
+                               PrefillSelectKernel kernel = PrefillSelectKernel::CtaPerRow);
 
 } // namespace qsa_detail
 } // namespace kernel

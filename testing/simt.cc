@@ -3,6 +3,7 @@
 // point when every thread it waits for has reached it.
 #include "testing/simt.h"
 
+#include <setjmp.h>
 #include <ucontext.h>
 
 #include <cstdio>
@@ -65,8 +66,10 @@ constexpr size_t kStack = 256 * 1024; // a kernel's register arrays live on its 
 enum class Wait { None, Block, Warp, Done };
 
 struct Fiber {
-    ucontext_t ctx{};
-    std::unique_ptr<char[]> stack;
+    ucontext_t ctx{}; // only to enter the fiber's stack the first time
+    jmp_buf jb;       // where it resumes: switches are _setjmp/_longjmp (no signal-mask system call)
+    bool started = false;
+    char* stack = nullptr;
     uint3 threadIdx{}, blockIdx{};
     int linear = 0;
     Wait wait = Wait::None;
@@ -79,6 +82,7 @@ struct Fiber {
 struct Block {
     std::vector<Fiber> fibers;
     ucontext_t sched{};
+    jmp_buf schedJb;
     int current = -1;
     std::function<void()> const* body = nullptr;
     std::string error; // set by a fiber that detected misuse; the scheduler throws it
@@ -93,13 +97,33 @@ Fiber& me() {
 
 void yieldToScheduler() {
     Fiber& f = me();
-    swapcontext(&f.ctx, &gBlock->sched);
+    if (_setjmp(f.jb) == 0) {
+        _longjmp(gBlock->schedJb, 1);
+    }
 }
 
 void fiberMain() {
+    // First entry (through swapcontext): note where to resume, hand back, and run when resumed.
+    yieldToScheduler();
     (*gBlock->body)();
     me().wait = Wait::Done;
-    // returning ends the fiber: uc_link resumes the scheduler
+    _longjmp(gBlock->schedJb, 1); // never resumed
+}
+
+// Runs fiber i until it waits or ends.
+void resume(Block& blk, int i) {
+    Fiber& f = blk.fibers[i];
+    blk.current = i;
+    threadIdx = f.threadIdx;
+    blockIdx = f.blockIdx;
+    if (_setjmp(blk.schedJb) != 0) {
+        return; // the fiber handed back
+    }
+    if (!f.started) {
+        f.started = true;
+        swapcontext(&blk.sched, &f.ctx); // returns through the longjmp above, never here
+    }
+    _longjmp(f.jb, 1);
 }
 
 std::string describeThread(Fiber const& f) {
@@ -225,8 +249,13 @@ void run(dim3 grid, dim3 block, std::function<void()> const& body) {
     Block blk;
     blk.fibers.resize(n);
     blk.body = &body;
-    for (Fiber& f : blk.fibers) {
-        f.stack.reset(new char[kStack]);
+    // The stacks outlive the launch: fresh ones would cost a page fault per touched page per launch.
+    static std::vector<std::unique_ptr<char[]>> stacks;
+    while (stacks.size() < blk.fibers.size()) {
+        stacks.emplace_back(new char[kStack]);
+    }
+    for (int i = 0; i < n; ++i) {
+        blk.fibers[i].stack = stacks[i].get();
     }
     gBlock = &blk;
     blockDim = block;
@@ -243,8 +272,9 @@ void run(dim3 grid, dim3 block, std::function<void()> const& body) {
                     f.threadIdx = make_uint3(i % block.x, (i / block.x) % block.y, i / (block.x * block.y));
                     f.blockIdx = make_uint3(bx, by, bz);
                     f.wait = Wait::None;
+                    f.started = false;
                     getcontext(&f.ctx);
-                    f.ctx.uc_stack.ss_sp = f.stack.get();
+                    f.ctx.uc_stack.ss_sp = f.stack;
                     f.ctx.uc_stack.ss_size = kStack;
                     f.ctx.uc_link = &blk.sched;
                     makecontext(&f.ctx, fiberMain, 0);
@@ -253,10 +283,7 @@ void run(dim3 grid, dim3 block, std::function<void()> const& body) {
                     bool ran = false, allDone = true;
                     for (int i = 0; i < n; ++i) {
                         if (blk.fibers[i].wait == Wait::None) {
-                            blk.current = i;
-                            threadIdx = blk.fibers[i].threadIdx;
-                            blockIdx = blk.fibers[i].blockIdx;
-                            swapcontext(&blk.sched, &blk.fibers[i].ctx);
+                            resume(blk, i);
                             ran = true;
                         }
                         allDone = allDone && blk.fibers[i].wait == Wait::Done;
