@@ -1,10 +1,13 @@
 // The runner's fused prefill selection (prefill_select.cu: the CTA-per-row kernel in every variant
-// launchPrefillSelectExpand picks by MB, and the warp-per-row kernel for MB <= 2048 with the CTA kernel above)
-// run on the CPU through testing/simt.h and compared bit for bit with the reference's selection + K4
-// (reference/rowops.h: selectPrefillRow, expandRow, fillRow). No GPU: this runs in CI and checks the kernel's
-// LOGIC (radix passes, threshold ties, the sort's order, K4's tail, padded rows, row windows), the part a
-// kernel rewrite most often breaks; the GPU suite checks the same source on the hardware (memory model,
-// timing, the real compiler). The kernel source is unchanged: simt_launch.pl only rewrites its launches.
+// launchPrefillSelectExpand picks by MB, and the warp-per-row candidate for MB <= 2048, the CTA kernel above)
+// against the reference's selection + K4 (reference/rowops.h: selectPrefillRow, expandRow, fillRow), bit for
+// bit, on tie-heavy windows of rows. Two targets build this file:
+// - //kernels:prefill_select_simt_test (QSA_SIMT, CPU, CI): the kernel source runs through testing/simt.h, which
+//   checks its LOGIC (radix passes, threshold ties, the sort's order, K4's tail, padded rows, row windows,
+//   divergent collectives); simt_launch.pl only rewrites its launches;
+// - //kernels:prefill_select_gpu_test (gpu, manual): the same windows on the device (memory model, the real
+//   compiler), both kernels. manual while the warp kernel is a candidate the runner does not call (it is in
+//   the GPU bundle: run_all.sh runs it).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +24,9 @@
 #include "kernels/qsaInternal.h"
 #include "reference/rowops.h"
 #include "testing/rng.h"
+#if !defined(QSA_SIMT)
+#include "testing/device_buffer.h"
+#endif
 
 namespace kn = trt_edgellm::kernel::qsa_detail;
 using qsa::testlib::Rng;
@@ -62,6 +68,24 @@ float drawLogit(Mode m, Rng& rng, int g) {
     }
 }
 
+#if defined(QSA_SIMT)
+// testing/simt.h runs the kernels on host memory.
+void launchSelect(kn::PrefillSelectKernel kernel, std::vector<int32_t>& out, std::vector<float> const& logits,
+                  std::vector<int32_t> const& ctx, int S, int64_t rowBegin, int64_t rowEnd) {
+    kn::launchPrefillSelectExpand(out.data(), logits.data(), ctx.data(), S, rowBegin, rowEnd, nullptr, kernel);
+}
+#else
+void launchSelect(kn::PrefillSelectKernel kernel, std::vector<int32_t>& out, std::vector<float> const& logits,
+                  std::vector<int32_t> const& ctx, int S, int64_t rowBegin, int64_t rowEnd) {
+    testlib::DeviceBuffer<int32_t> dOut(out), dCtx(ctx);
+    testlib::DeviceBuffer<float> dLogits(logits);
+    testlib::Stream stream;
+    kn::launchPrefillSelectExpand(dOut.get(), dLogits.get(), dCtx.get(), S, rowBegin, rowEnd, stream.get(), kernel);
+    stream.sync();
+    out = dOut.download();
+}
+#endif
+
 char const* kernelName(kn::PrefillSelectKernel k) {
     return k == kn::PrefillSelectKernel::CtaPerRow ? "CtaPerRow" : "WarpPerRow";
 }
@@ -91,7 +115,7 @@ void runWindow(kn::PrefillSelectKernel kernel, int B, int S, std::vector<int32_t
     static std::vector<int32_t> out;
     out.resize(static_cast<size_t>(B) * S * kWidth);
     std::fill(out.begin(), out.end(), 0x5A5A5A5A);
-    kn::launchPrefillSelectExpand(out.data(), logits.data(), ctx.data(), S, rowBegin, rowEnd, nullptr, kernel);
+    launchSelect(kernel, out, logits, ctx, S, rowBegin, rowEnd);
 
     std::vector<int32_t> expect(kWidth), sel(512);
     for (int64_t r = 0; r < static_cast<int64_t>(B) * S; ++r) {
