@@ -74,8 +74,8 @@ __device__ __forceinline__ void stageRows(float4* dst, T const* src, int64_t src
                 } else {
                     uint16_t const* h = reinterpret_cast<uint16_t const*>(p + 32 * i);
                     bits[it][i] = make_uint2(h[0] | (uint32_t{h[1]} << 16), h[2] | (uint32_t{h[3]} << 16));
-                    if (QSA_MUTANT(37)) {
-                        bits[it][i] = make_uint2(h[1] | (uint32_t{h[0]} << 16), h[3] | (uint32_t{h[2]} << 16));
+                    if (QSA_MUTANT(37)) { // the group's middle two elements trade places
+                        bits[it][i] = make_uint2(h[0] | (uint32_t{h[2]} << 16), h[1] | (uint32_t{h[3]} << 16));
                     }
                 }
             }

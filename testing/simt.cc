@@ -15,46 +15,6 @@
 #include <string>
 #include <vector>
 
-extern "C" {
-// The runtime calls a kernel source makes around its launches; there is no device to ask.
-cudaError_t cudaGetLastError(void) {
-    return cudaSuccess;
-}
-cudaError_t cudaPeekAtLastError(void) {
-    return cudaSuccess;
-}
-char const* cudaGetErrorName(cudaError_t) {
-    return "cudaSuccess";
-}
-char const* cudaGetErrorString(cudaError_t) {
-    return "no error (simt)";
-}
-// What a mutants build (kernels/qsaMutants.h) does to put the mutant id into its __constant__, which under the
-// host compiler is an ordinary global.
-cudaError_t cudaGetDevice(int* device) {
-    *device = 0;
-    return cudaSuccess;
-}
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int) {
-    *stream = nullptr;
-    return cudaSuccess;
-}
-cudaError_t cudaMemcpyToSymbolAsync(void const* symbol, void const* src, size_t count, size_t offset,
-                                    enum cudaMemcpyKind, cudaStream_t) {
-    std::memcpy(static_cast<char*>(const_cast<void*>(symbol)) + offset, src, count);
-    return cudaSuccess;
-}
-cudaError_t cudaStreamSynchronize(cudaStream_t) {
-    return cudaSuccess;
-}
-cudaError_t cudaStreamDestroy(cudaStream_t) {
-    return cudaSuccess;
-}
-cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode*) {
-    return cudaSuccess;
-}
-}
-
 uint3 threadIdx, blockIdx;
 dim3 blockDim, gridDim;
 
@@ -89,7 +49,8 @@ struct Block {
 };
 
 Block* gBlock = nullptr;
-std::mutex gRunning; // one emulated launch at a time (fibers share the static __shared__ of the kernels)
+void* gDynamicSmem = nullptr; // this launch's extern __shared__ bytes
+std::mutex gRunning;          // one emulated launch at a time (fibers share the static __shared__ of the kernels)
 
 Fiber& me() {
     return gBlock->fibers[gBlock->current];
@@ -216,6 +177,10 @@ std::string deadlock(Block const& blk) {
 
 } // namespace
 
+void* dynamicSmem() {
+    return gDynamicSmem;
+}
+
 int laneId() {
     return me().linear & 31;
 }
@@ -240,8 +205,12 @@ void warpExchange(char const* op, unsigned mask, uint64_t v, uint64_t out[32]) {
     std::memcpy(out, me().out, sizeof(me().out));
 }
 
-void run(dim3 grid, dim3 block, std::function<void()> const& body) {
+void run(dim3 grid, dim3 block, size_t dynamicSmemBytes, std::function<void()> const& body) {
     std::lock_guard<std::mutex> lock(gRunning);
+    // Shared memory is not initialised on a device: every block starts with a poison pattern in its dynamic
+    // part, so a read of an unstaged slot shows (static __shared__ keeps the previous block's values).
+    std::vector<unsigned char> dyn(dynamicSmemBytes + 128);
+    gDynamicSmem = dyn.data() + (128 - reinterpret_cast<uintptr_t>(dyn.data()) % 128) % 128;
     int const n = static_cast<int>(block.x * block.y * block.z);
     if (n <= 0 || n > 1024) {
         throw std::runtime_error("simt::run: block of " + std::to_string(n) + " threads");
@@ -261,11 +230,15 @@ void run(dim3 grid, dim3 block, std::function<void()> const& body) {
     blockDim = block;
     gridDim = grid;
     struct Reset {
-        ~Reset() { gBlock = nullptr; }
+        ~Reset() {
+            gBlock = nullptr;
+            gDynamicSmem = nullptr;
+        }
     } reset;
     for (unsigned bz = 0; bz < grid.z; ++bz) {
         for (unsigned by = 0; by < grid.y; ++by) {
             for (unsigned bx = 0; bx < grid.x; ++bx) {
+                std::memset(gDynamicSmem, 0xCD, dynamicSmemBytes);
                 for (int i = 0; i < n; ++i) {
                     Fiber& f = blk.fibers[i];
                     f.linear = i;

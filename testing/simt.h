@@ -5,13 +5,15 @@
 // warp-synchronous protocols, divergent barriers), not the memory model (compute-sanitizer on the GPU does) and
 // not the device's arithmetic (no rounding intrinsic is emulated: only integer and bit-pattern code belongs
 // here). Supported: 1-D..3-D grids and blocks, static __shared__ (one instance per kernel, reused block after
-// block), __syncthreads, __syncwarp and the *_sync warp collectives with the full mask of a warp whose 32
-// lanes are all alive, shared/global atomics on int/unsigned. A warp collective that not every lane of its
+// block; dynamic shared memory), __syncthreads, __syncwarp and the *_sync warp collectives with the full mask of a warp
+// whose 32 lanes are all alive, shared/global atomics on int/unsigned. A warp collective that not every lane of its
 // warp reaches, lanes at different collectives, or a __syncthreads that some live thread never reaches is
 // reported (std::runtime_error naming the block and threads) instead of hanging.
 //
 // Launches: simt_launch.pl rewrites `kernel<<<grid, block, smem, stream>>>(args)` into
-// `::simt::launcher(grid, block, smem, stream)(&kernel)(args)`; nothing else of the kernel source changes.
+// `::simt::launcher(grid, block, smem, stream)(&kernel)(args)` and `extern __shared__ T name[];` into a pointer to
+// the launch's dynamic shared memory (poisoned with 0xCD before each block); nothing else of the source changes.
+// testing/simt_runtime.cc gives the runtime calls of launchers and tests on host memory.
 #pragma once
 
 #include <cuda_runtime.h> // the vector types, dim3 and the runtime declarations the kernels name
@@ -32,7 +34,9 @@
 namespace simt {
 
 // Runs body() for every thread of every block (grid x block, blocks in order); returns when all are done.
-void run(dim3 grid, dim3 block, std::function<void()> const& body);
+// dynamicSmemBytes: the launch's extern __shared__ size (dynamicSmem() during the launch).
+void run(dim3 grid, dim3 block, size_t dynamicSmemBytes, std::function<void()> const& body);
+void* dynamicSmem();
 
 // The warp collective primitive: every lane of the calling warp contributes v; returns all 32 values. `op`
 // names the collective (lanes must agree on it); mask must be 0xFFFFFFFF.
@@ -43,26 +47,27 @@ int laneId();
 template <typename... A>
 struct BoundLaunch {
     dim3 grid, block;
+    size_t smem;
     void (*kernel)(A...);
     template <typename... B>
     void operator()(B&&... args) const {
         std::tuple<A...> const t(std::forward<B>(args)...); // converted once, as the launch copies them
         auto const k = kernel;
-        run(grid, block, [&t, k] { std::apply(k, t); });
+        run(grid, block, smem, [&t, k] { std::apply(k, t); });
     }
 };
 
 struct Launcher {
     dim3 grid, block;
+    size_t smem;
     template <typename... A>
     BoundLaunch<A...> operator()(void (*kernel)(A...)) const {
-        return {grid, block, kernel};
+        return {grid, block, smem, kernel};
     }
 };
 
 inline Launcher launcher(dim3 grid, dim3 block, size_t dynamicSmem = 0, cudaStream_t = nullptr) {
-    (void)dynamicSmem; // extern __shared__ is not supported
-    return {grid, block};
+    return {grid, block, dynamicSmem};
 }
 
 template <typename T>
@@ -80,7 +85,12 @@ T shfl(char const* op, unsigned mask, T v, int src) {
 
 } // namespace simt
 
-// cuda_runtime.h's symbol overload exists for nvcc only; a mutants build (kernels/qsaMutants.h) calls it.
+// cuda_runtime.h's typed overloads exist for nvcc only.
+template <class T>
+cudaError_t cudaFuncSetAttribute(T* entry, cudaFuncAttribute attr, int value) {
+    return ::cudaFuncSetAttribute(reinterpret_cast<void const*>(entry), attr, value);
+}
+// The symbol overload: a mutants build (kernels/qsaMutants.h) calls it.
 template <class T>
 cudaError_t cudaMemcpyToSymbolAsync(T const& symbol, void const* src, size_t count, size_t offset = 0,
                                     cudaMemcpyKind kind = cudaMemcpyHostToDevice, cudaStream_t stream = nullptr) {
@@ -232,6 +242,18 @@ inline long long min(long long a, long long b) {
     return a < b ? a : b;
 }
 inline long long max(long long a, long long b) {
+    return a > b ? a : b;
+}
+inline long min(long a, long b) {
+    return a < b ? a : b;
+}
+inline long max(long a, long b) {
+    return a > b ? a : b;
+}
+inline unsigned long long min(unsigned long long a, unsigned long long b) {
+    return a < b ? a : b;
+}
+inline unsigned long long max(unsigned long long a, unsigned long long b) {
     return a > b ? a : b;
 }
 // Fibers run one at a time, so an atomic is a read-modify-write with no interleaving.

@@ -1,0 +1,145 @@
+// The part of the CUDA runtime API that kernel tests and launchers call, on host memory, for testing/simt.h:
+// "device" memory is host memory (cudaMalloc is an aligned allocation, copies are memcpy), streams and events
+// are names (every launch has finished when it returns), and the device reports an H200's limits. A test built
+// on it runs its kernels through simt and its host code unchanged. Anything else of the runtime is not here,
+// so a test that needs it does not link.
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "testing/simt.h"
+
+namespace {
+std::multimap<size_t, void*>& freeBlocks() {
+    static std::multimap<size_t, void*> m;
+    return m;
+}
+std::map<void*, size_t>& sizes() {
+    static std::map<void*, size_t> m;
+    return m;
+}
+} // namespace
+
+extern "C" {
+
+cudaError_t cudaGetLastError(void) {
+    return cudaSuccess;
+}
+cudaError_t cudaPeekAtLastError(void) {
+    return cudaSuccess;
+}
+char const* cudaGetErrorName(cudaError_t e) {
+    return e == cudaSuccess ? "cudaSuccess" : "cudaErrorSimt";
+}
+char const* cudaGetErrorString(cudaError_t e) {
+    return e == cudaSuccess ? "no error (simt)" : "simt: not supported";
+}
+cudaError_t cudaGetDevice(int* device) {
+    *device = 0;
+    return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int) {
+    return cudaSuccess;
+}
+cudaError_t cudaGetDeviceCount(int* count) {
+    *count = 1;
+    return cudaSuccess;
+}
+// An H200's values for the attributes the launchers read.
+cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int) {
+    switch (attr) {
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+        *value = 232448;
+        return cudaSuccess;
+    case cudaDevAttrMultiProcessorCount:
+        *value = 132;
+        return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMajor:
+        *value = 9;
+        return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor:
+        *value = 0;
+        return cudaSuccess;
+    default:
+        return cudaErrorInvalidValue;
+    }
+}
+cudaError_t cudaFuncSetAttribute(void const*, enum cudaFuncAttribute, int) {
+    return cudaSuccess;
+}
+// Freed blocks are kept by size and handed out again: kernel tests allocate the same large outIdx buffers case
+// after case, and fresh memory costs a page fault per page touched. Like cudaMalloc's, the memory is not
+// initialised: a reused block holds the 0xCD poison, a fresh one whatever the allocator gave.
+cudaError_t cudaMalloc(void** p, size_t bytes) {
+    size_t const rounded = (bytes + 255) / 256 * 256; // cudaMalloc's 256-byte alignment
+    auto const it = freeBlocks().find(rounded);
+    if (it != freeBlocks().end()) {
+        *p = it->second;
+        freeBlocks().erase(it);
+        std::memset(*p, 0xCD, rounded);
+    } else {
+        *p = std::aligned_alloc(256, rounded > 0 ? rounded : 256);
+    }
+    if (*p == nullptr) {
+        return cudaErrorMemoryAllocation;
+    }
+    sizes()[*p] = rounded;
+    return cudaSuccess;
+}
+cudaError_t cudaFree(void* p) {
+    if (p == nullptr) {
+        return cudaSuccess;
+    }
+    auto const it = sizes().find(p);
+    if (it == sizes().end()) {
+        return cudaErrorInvalidValue;
+    }
+    freeBlocks().emplace(it->second, p);
+    sizes().erase(it);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpy(void* dst, void const* src, size_t bytes, enum cudaMemcpyKind) {
+    std::memmove(dst, src, bytes);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* dst, void const* src, size_t bytes, enum cudaMemcpyKind, cudaStream_t) {
+    std::memmove(dst, src, bytes);
+    return cudaSuccess;
+}
+cudaError_t cudaMemset(void* p, int value, size_t bytes) {
+    std::memset(p, value, bytes);
+    return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
+    std::memset(p, value, bytes);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamCreate(cudaStream_t* s) {
+    *s = nullptr;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
+    *s = nullptr;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t) {
+    return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize(void) {
+    return cudaSuccess;
+}
+// What a mutants build (kernels/qsaMutants.h) does to put the mutant id into its __constant__, which under the
+// host compiler is an ordinary global.
+cudaError_t cudaMemcpyToSymbolAsync(void const* symbol, void const* src, size_t count, size_t offset,
+                                    enum cudaMemcpyKind, cudaStream_t) {
+    std::memcpy(static_cast<char*>(const_cast<void*>(symbol)) + offset, src, count);
+    return cudaSuccess;
+}
+cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode*) {
+    return cudaSuccess;
+}
+
+} // extern "C"
