@@ -72,6 +72,18 @@ TYPED_TEST(DecodePrepTest, ExtremeGammasAndEps) {
     }
 }
 
+// Many valid rows of ordinary values: a reordered sum of squares (the fma chain of one lane, mutant 31) changes
+// the variance in its last bits only now and then, and the T rounding of q hides most of those; 23-row cases
+// did not show it (//kernels:decode_prep_simt_mutants_test, and the GPU kill matrix of 2026-12-04, where only a
+// property caught it).
+TYPED_TEST(DecodePrepTest, ManyRowsShowEveryRoundingOrder) {
+    std::vector<int32_t> ctx(1200); // one page each, a small pool (the rows are the point)
+    for (size_t i = 0; i < ctx.size(); ++i)
+        ctx[i] = 1 + static_cast<int32_t>((i * 7) % 128);
+    int32_t const B = static_cast<int32_t>(ctx.size());
+    runCase<TypeParam>(ctx, 200, {B + 2, 1, 1, 200, 72}, Pages::kFull, Mode::kNormal, Gamma::kSmall, 1e-6f, 30);
+}
+
 } // namespace
 } // namespace ktest
 } // namespace qsa

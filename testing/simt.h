@@ -1,19 +1,25 @@
-// A CPU execution model of CUDA's SIMT for kernel LOGIC tests on machines without a GPU (CI): a kernel source,
-// compiled by the host compiler after this header, runs every thread of a block as a fiber (ucontext) on the
-// calling thread, blocks one after another. Fibers switch only at synchronisation points, so a race that the
-// hardware could expose never shows here: this checks what a kernel computes (indices, counts, tie-breaks,
-// warp-synchronous protocols, divergent barriers), not the memory model (compute-sanitizer on the GPU does) and
-// not the device's arithmetic (no rounding intrinsic is emulated: only integer and bit-pattern code belongs
-// here). Supported: 1-D..3-D grids and blocks, static __shared__ (one instance per kernel, reused block after
-// block; dynamic shared memory), __syncthreads, __syncwarp and the *_sync warp collectives with the full mask of a warp
-// whose 32 lanes are all alive, shared/global atomics on int/unsigned. A warp collective that not every lane of its
-// warp reaches, lanes at different collectives, or a __syncthreads that some live thread never reaches is
-// reported (std::runtime_error naming the block and threads) instead of hanging.
+// A CPU execution model of CUDA's SIMT, for kernel tests on machines without a GPU (CI): a kernel source,
+// compiled by the host compiler after this header, runs every thread of a block as a fiber on the calling thread,
+// blocks one after another. Fibers switch only at synchronisation points, each running as far as it can, so a
+// missing barrier usually shows as a wrong value, but the memory model is not checked (compute-sanitizer on the GPU
+// does).
+// - Arithmetic: the _rn add, subtract, multiply and fmaf are the host's IEEE binary32 operations (x86-64 SSE, no
+//   flush to zero): the same bits as the device's. __frsqrt_rn is correctly rounded in integers (simt.cc;
+//   //kernels:simt_numerics_test against the reference). Approximations (rsqrtf, fast-math intrinsics) abort.
+//   Half and bf16 conversions are cuda_fp16.h's and cuda_bf16.h's own host code.
+// - Supported: 1-D..3-D grids and blocks, static __shared__ (one instance per kernel, reused block after block),
+//   dynamic shared memory (poisoned with 0xCD before each block), __syncthreads, __syncwarp and the *_sync warp
+//   collectives with the full mask of a warp whose 32 lanes are all alive, atomics, __byte_perm, cudaLaunchKernelEx
+//   (programmatic dependent launch is plain stream order here). Not: thread-block clusters (a cluster launch
+//   fails; simt_runtime.cc reports no cluster support, so launchers take their cluster-free kernels), CUB, graphs.
+// - Misuse is reported (std::runtime_error naming the block and threads) instead of hanging: a warp collective
+//   that not every lane of its warp reaches, lanes at different collectives, a __syncthreads that some live
+//   thread never reaches.
 //
 // Launches: simt_launch.pl rewrites `kernel<<<grid, block, smem, stream>>>(args)` into
 // `::simt::launcher(grid, block, smem, stream)(&kernel)(args)` and `extern __shared__ T name[];` into a pointer to
-// the launch's dynamic shared memory (poisoned with 0xCD before each block); nothing else of the source changes.
-// testing/simt_runtime.cc gives the runtime calls of launchers and tests on host memory.
+// the launch's dynamic shared memory; nothing else of the source changes. testing/simt_runtime.cc gives the
+// runtime calls of launchers and tests on host memory (cudaMalloc is an allocation, streams finish at once).
 #pragma once
 
 #include <cuda_runtime.h> // the vector types, dim3 and the runtime declarations the kernels name
@@ -37,6 +43,8 @@ namespace simt {
 // dynamicSmemBytes: the launch's extern __shared__ size (dynamicSmem() during the launch).
 void run(dim3 grid, dim3 block, size_t dynamicSmemBytes, std::function<void()> const& body);
 void* dynamicSmem();
+// simt_runtime.cc: throws when a launch wrote into the poisoned guard behind a device buffer.
+void checkGuards();
 
 // The warp collective primitive: every lane of the calling warp contributes v; returns all 32 values. `op`
 // names the collective (lanes must agree on it); mask must be 0xFFFFFFFF.
@@ -90,6 +98,26 @@ template <class T>
 cudaError_t cudaFuncSetAttribute(T* entry, cudaFuncAttribute attr, int value) {
     return ::cudaFuncSetAttribute(reinterpret_cast<void const*>(entry), attr, value);
 }
+// cudaLaunchKernelEx (programmatic dependent launch: stream order is all simt has, so the attribute changes
+// nothing). Clusters are not emulated: a cluster launch fails, and the launchers, which ask the device for
+// cudaDevAttrClusterLaunch first (simt_runtime.cc reports none), take their cluster-free kernels.
+// cuda_runtime.h's own template packs the arguments for cudaLaunchKernelExC (types erased): the macro below
+// sends the kernel sources' calls here instead.
+namespace simt {
+template <typename... ExpTypes, typename... ActTypes>
+cudaError_t launchKernelEx(cudaLaunchConfig_t const* cfg, void (*kernel)(ExpTypes...), ActTypes&&... args) {
+    for (unsigned i = 0; i < cfg->numAttrs; ++i) {
+        if (cfg->attrs[i].id == cudaLaunchAttributeClusterDimension &&
+            cfg->attrs[i].val.clusterDim.x * cfg->attrs[i].val.clusterDim.y * cfg->attrs[i].val.clusterDim.z > 1) {
+            return cudaErrorNotSupported;
+        }
+    }
+    ::simt::launcher(cfg->gridDim, cfg->blockDim, cfg->dynamicSmemBytes,
+                     cfg->stream)(kernel)(std::forward<ActTypes>(args)...);
+    return cudaSuccess;
+}
+} // namespace simt
+#define cudaLaunchKernelEx(...) ::simt::launchKernelEx(__VA_ARGS__)
 // The symbol overload: a mutants build (kernels/qsaMutants.h) calls it.
 template <class T>
 cudaError_t cudaMemcpyToSymbolAsync(T const& symbol, void const* src, size_t count, size_t offset = 0,
@@ -175,10 +203,10 @@ inline float __fmul_rn(float a, float b) {
 inline float __fmaf_rn(float a, float b, float c) {
     return std::fma(a, b, c);
 }
+// The correctly rounded 1/sqrt: exact (simt.cc decides the rounding in integers), with the device's special
+// values (NaN -> itself, +-0 -> +-inf, negative -> NaN, +inf -> +0).
+float __frsqrt_rn(float x);
 [[noreturn]] void notEmulated(char const* what);
-inline float __frsqrt_rn(float) {
-    notEmulated("__frsqrt_rn");
-}
 inline float rsqrtf(float) {
     notEmulated("rsqrtf");
 }
@@ -220,6 +248,21 @@ inline int __float_as_int(float f) {
     int u;
     std::memcpy(&u, &f, 4);
     return u;
+}
+// PTX prmt in its default mode: byte n of the result is byte (s >> 4n) & 7 of {y:x}, sign-replicated when
+// bit 3 of that selector nibble is set.
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+    uint64_t const both = (uint64_t{y} << 32) | x;
+    unsigned r = 0;
+    for (int n = 0; n < 4; ++n) {
+        unsigned const sel = (s >> (4 * n)) & 15u;
+        unsigned b = static_cast<unsigned>(both >> (8 * (sel & 7u))) & 0xFFu;
+        if (sel & 8u) {
+            b = (b & 0x80u) ? 0xFFu : 0u;
+        }
+        r |= b << (8 * n);
+    }
+    return r;
 }
 inline float __int_as_float(int u) {
     float f;

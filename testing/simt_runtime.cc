@@ -3,9 +3,13 @@
 // are names (every launch has finished when it returns), and the device reports an H200's limits. A test built
 // on it runs its kernels through simt and its host code unchanged. Anything else of the runtime is not here,
 // so a test that needs it does not link.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "testing/simt.h"
 
@@ -18,7 +22,36 @@ std::map<void*, size_t>& sizes() {
     static std::map<void*, size_t> m;
     return m;
 }
+size_t guardBytes(size_t rounded) {
+    return std::min<size_t>(rounded, size_t{16} << 20);
+}
 } // namespace
+
+namespace simt {
+
+// After every launch: a guard byte that is no longer 0xCD was written by the kernel past the end of its buffer.
+void checkGuards() {
+    static std::vector<unsigned char> const poison(size_t{1} << 20, 0xCD);
+    for (auto const& [p, rounded] : sizes()) {
+        auto const* g = static_cast<unsigned char const*>(p) + rounded;
+        size_t const n = guardBytes(rounded);
+        for (size_t off = 0; off < n; off += poison.size()) {
+            size_t const len = std::min(poison.size(), n - off);
+            if (std::memcmp(g + off, poison.data(), len) != 0) {
+                size_t i = off;
+                while (g[i] == 0xCD) {
+                    ++i;
+                }
+                std::memset(const_cast<unsigned char*>(g), 0xCD, n); // report once
+                throw std::runtime_error("simt: the kernel wrote past the end of a device buffer of " +
+                                         std::to_string(rounded) + " bytes (first at byte " +
+                                         std::to_string(rounded + i) + " of it)");
+            }
+        }
+    }
+}
+
+} // namespace simt
 
 extern "C" {
 
@@ -69,16 +102,22 @@ cudaError_t cudaFuncSetAttribute(void const*, enum cudaFuncAttribute, int) {
 }
 // Freed blocks are kept by size and handed out again: kernel tests allocate the same large outIdx buffers case
 // after case, and fresh memory costs a page fault per page touched. Like cudaMalloc's, the memory is not
-// initialised: a reused block holds the 0xCD poison, a fresh one whatever the allocator gave.
+// initialised (a reused block holds the 0xCD poison). Behind every block lies a guard of min(size, 16 MiB)
+// poisoned with 0xCD on every allocation: a kernel that reads past its buffer (a pool page id past both planes,
+// mutant 36) gets values no reference gives (0xCDCD is -23.2 in half, -4.3e8 in bf16), where fresh memory
+// would give zeros, which look like the +0.0 of a rejected page.
 cudaError_t cudaMalloc(void** p, size_t bytes) {
     size_t const rounded = (bytes + 255) / 256 * 256; // cudaMalloc's 256-byte alignment
     auto const it = freeBlocks().find(rounded);
     if (it != freeBlocks().end()) {
         *p = it->second;
         freeBlocks().erase(it);
-        std::memset(*p, 0xCD, rounded);
+        std::memset(*p, 0xCD, rounded + guardBytes(rounded));
     } else {
-        *p = std::aligned_alloc(256, rounded > 0 ? rounded : 256);
+        *p = std::aligned_alloc(256, rounded + guardBytes(rounded) + 256);
+        if (*p != nullptr) {
+            std::memset(static_cast<char*>(*p) + rounded, 0xCD, guardBytes(rounded));
+        }
     }
     if (*p == nullptr) {
         return cudaErrorMemoryAllocation;
