@@ -210,8 +210,9 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
     auto* idsAlt = mem.alloc<int32_t>(size_t(rc) * MB);
     size_t tempBytes = kn::getQsaSortTempBytes(static_cast<int32_t>(rc), MB);
     auto* temp = mem.alloc<char>(tempBytes);
-    auto* outWarp = mem.alloc<int32_t>(size_t(rowsAll) * 2051);
-    static char const kWarpRow[] = "candidate: warp-per-row select+sort+K4 (CTA kernel where MB > 2048)";
+    auto* outCta = mem.alloc<int32_t>(size_t(rowsAll) * 2051);
+    static char const kRunnerRow[] = "runner select+sort+K4 (fused; one warp per row where MB <= 2048)";
+    static char const kCtaRow[] = "CTA-per-row select+sort+K4 (the runner's kernel before, at every MB)";
     std::map<std::string, std::vector<double>> stage;
     for (int r = -2; r < runs; ++r) {
         Laps l(st);
@@ -239,13 +240,14 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
                                                 reinterpret_cast<T const*>(kb), ctx, B, S, r0, r1,
                                                 /*writeInvisible=*/false, st);
             l.mark("K2 scores, runner form (visible tiles only)");
-            kn::qsa_detail::launchPrefillSelectExpand(out, keys, ctx, S, r0, r1, st);
-            l.mark("runner select+sort+K4 (fused)");
-            // Issue 24's candidate (one warp per row where MB <= 2048), on the same logits, into its own rows:
-            // timed, and compared with the runner's kernel bit for bit below.
-            kn::qsa_detail::launchPrefillSelectExpand(outWarp, keys, ctx, S, r0, r1, st,
+            kn::qsa_detail::launchPrefillSelectExpand(out, keys, ctx, S, r0, r1, st,
                                                       kn::qsa_detail::PrefillSelectKernel::WarpPerRow);
-            l.mark(kWarpRow);
+            l.mark(kRunnerRow);
+            // The CTA-per-row kernel (the runner's before; still its kernel where MB > 2048), on the same
+            // logits, into its own rows: timed, and compared with the runner's bits below.
+            kn::qsa_detail::launchPrefillSelectExpand(outCta, keys, ctx, S, r0, r1, st,
+                                                      kn::qsa_detail::PrefillSelectKernel::CtaPerRow);
+            l.mark(kCtaRow);
         }
         if (r < 0) {
             l.sums();
@@ -282,7 +284,7 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
         } else if (name == "sort (whole rows)") {
             std::printf("| %s | %.3f | - | %.3f (visible) / %.3f (rectangle) | %.2f / %.2f |\n", name.c_str(), m,
                         sortFloor, sortRectFloor, m / sortFloor, m / sortRectFloor);
-        } else if (name == "runner select+sort+K4 (fused)" || name == kWarpRow) {
+        } else if (name == kRunnerRow || name == kCtaRow) {
             std::printf("| %s | %.3f | %s | %.3f (visible) | %.2f |\n", name.c_str(), m,
                         before(dtName, kase, "fused").c_str(), sortFloor, m / sortFloor);
         } else {
@@ -290,23 +292,22 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
         }
     }
     {
-        // The candidate must give the runner kernel's bits on every row (both wrote all rows, chunk by chunk,
-        // from the same logits).
+        // The runner's warp-per-row kernel must give the CTA kernel's bits on every row (both wrote all rows,
+        // chunk by chunk, from the same logits).
         std::vector<int32_t> a(size_t(rowsAll) * 2051), b(a.size());
         QSA_CUDA(cudaStreamSynchronize(st));
         QSA_CUDA(cudaMemcpy(a.data(), out, a.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
-        QSA_CUDA(cudaMemcpy(b.data(), outWarp, b.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+        QSA_CUDA(cudaMemcpy(b.data(), outCta, b.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
         size_t i = 0;
         while (i < a.size() && a[i] == b[i])
             ++i;
         if (i == a.size()) {
-            std::printf("candidate (warp per row, MB=%d%s): outIdx identical to the runner kernel's on all %lld rows\n",
-                        MB, MB > 2048 ? ": the CTA kernel ran" : "", static_cast<long long>(rowsAll));
+            std::printf("runner selection (MB=%d, %s): outIdx identical to the CTA-per-row kernel's on all %lld rows\n",
+                        MB, MB > 2048 ? "the CTA kernel itself" : "one warp per row", static_cast<long long>(rowsAll));
         } else {
-            std::printf(
-                "candidate (warp per row, MB=%d): outIdx DIFFERS from the runner kernel's: row %lld column %lld: "
-                "%d, runner %d\n",
-                MB, static_cast<long long>(i / 2051), static_cast<long long>(i % 2051), b[i], a[i]);
+            std::printf("runner selection (MB=%d): outIdx DIFFERS from the CTA-per-row kernel's: row %lld column %lld: "
+                        "%d, CTA kernel %d\n",
+                        MB, static_cast<long long>(i / 2051), static_cast<long long>(i % 2051), a[i], b[i]);
         }
     }
     std::printf("K2: %.3g FLOP (%.2f TFLOP/s achieved by the K2 launcher); sorted pairs: %.4g visible, %.4g rect\n",
