@@ -139,6 +139,26 @@ __device__ __forceinline__ void expandFromSlots(int32_t* out, unsigned long long
     }
 }
 
+// One prefill row's geometry (contract section 4): the query at position t of its sequence sees the whole
+// blocks before it, nVis = (t + 1) / 4, of which kSel = min(512, nVis) are selected, plus the tail (t + 1) % 4
+// tokens of its own partial block; a padded row (t >= ctx) sees nothing and is all -1.
+struct PrefillRow {
+    bool padded;
+    int nVis, kSel, tail;
+};
+
+__device__ __forceinline__ PrefillRow prefillRow(int64_t r, int32_t seqLen, int32_t const* contextLengths) {
+    int64_t const b = r / seqLen;
+    int const t = static_cast<int>(r - b * seqLen);
+    bool const padded = t >= clampCtx(contextLengths[b], seqLen);
+    int const nVis = padded ? 0 : (t + 1) / 4;
+    int tail = padded ? 0 : (t + 1) % 4;
+    if (QSA_MUTANT(22) && !padded) {
+        tail = t % 4;
+    }
+    return PrefillRow{padded, nVis, min(kTopK, nVis), tail};
+}
+
 template <int kThreads, int kItems>
 __global__ void __launch_bounds__(kThreads, kThreads == 256 ? 5 : 2)
     prefillSelectExpandKernel(int32_t* outIdx, float const* logits, int32_t const* contextLengths, int32_t seqLen,
@@ -146,19 +166,11 @@ __global__ void __launch_bounds__(kThreads, kThreads == 256 ? 5 : 2)
     __shared__ RadixSelectSmem<kThreads> sm;
     __shared__ unsigned long long slots[kTopK]; // the winners' keys, at sortSlot(rank)
     for (int64_t r = rowBegin + blockIdx.x; r < rowEnd; r += gridDim.x) {
-        int64_t const b = r / seqLen;
-        int const t = static_cast<int>(r - b * seqLen);
-        int const ctx = clampCtx(contextLengths[b], seqLen);
-        bool const padded = t >= ctx;
-        if (QSA_MUTANT(23) && padded) {
+        PrefillRow const geo = prefillRow(r, seqLen, contextLengths);
+        if (QSA_MUTANT(23) && geo.padded) {
             continue; // K4 mutant: padded rows keep whatever outIdx held
         }
-        int const nVis = padded ? 0 : (t + 1) / 4;
-        int const kSel = min(kTopK, nVis);
-        int tail = padded ? 0 : (t + 1) % 4;
-        if (QSA_MUTANT(22) && !padded) {
-            tail = t % 4;
-        }
+        int const nVis = geo.nVis, kSel = geo.kSel, tail = geo.tail;
         if (kSel > 0) { // uniform over the block
             int64_t const base = (r - rowBegin) * numBlocks;
             float const* row = logits + base;
@@ -303,19 +315,11 @@ __global__ void __launch_bounds__(32 * kRowsPerCta, kItems == 32 ? 6 : 4)
     int64_t const step = static_cast<int64_t>(gridDim.x) * kRowsPerCta;
     for (int64_t r = rowBegin + static_cast<int64_t>(blockIdx.x) * kRowsPerCta + (threadIdx.x >> 5); r < rowEnd;
          r += step) {
-        int64_t const b = r / seqLen;
-        int const t = static_cast<int>(r - b * seqLen);
-        int const ctx = clampCtx(contextLengths[b], seqLen);
-        bool const padded = t >= ctx;
-        if (QSA_MUTANT(23) && padded) {
+        PrefillRow const geo = prefillRow(r, seqLen, contextLengths);
+        if (QSA_MUTANT(23) && geo.padded) {
             continue; // K4 mutant: padded rows keep whatever outIdx held
         }
-        int const nVis = padded ? 0 : (t + 1) / 4;
-        int const kSel = min(kTopK, nVis);
-        int tail = padded ? 0 : (t + 1) % 4;
-        if (QSA_MUTANT(22) && !padded) {
-            tail = t % 4;
-        }
+        int const nVis = geo.nVis, kSel = geo.kSel, tail = geo.tail;
         if (kSel > 0) { // warp-uniform
             float const* row = logits + (r - rowBegin) * numBlocks;
             uint32_t u[kItems];
