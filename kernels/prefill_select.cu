@@ -251,7 +251,10 @@ __device__ __forceinline__ void warpRadixPass(int* hist, uint32_t const (&u)[kIt
             }
         }
     }
-    __syncwarp(); // the atomics before the reads
+    bool const fence = !QSA_MUTANT(20); // mutant: the histogram read races its atomics
+    if (fence) {
+        __syncwarp(); // the atomics before the reads
+    }
     int c[8];
     int tot = 0;
 #pragma unroll
