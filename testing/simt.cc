@@ -4,11 +4,14 @@
 #include "testing/simt.h"
 
 #include <setjmp.h>
+#include <signal.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -70,6 +73,77 @@ void fiberMain() {
     (*gBlock->body)();
     me().wait = Wait::Done;
     _longjmp(gBlock->schedJb, 1); // never resumed
+}
+
+// A kernel that faults (a wild index far past a static __shared__ array) is named before the process dies: block
+// and thread of the fiber that ran, on stderr as "simt: ...". The default action follows (the handler is reset,
+// the access faults again), so the exit status is still the signal's.
+void reportFault(int sig) {
+    char msg[256];
+    int n = 0;
+    if (gBlock != nullptr && gBlock->current >= 0) {
+        Fiber const& f = gBlock->fibers[gBlock->current];
+        n = std::snprintf(
+            msg, sizeof msg,
+            "simt: signal %d in a kernel: block (%u,%u,%u) thread (%u,%u,%u) (an out-of-bounds access?)\n", sig,
+            f.blockIdx.x, f.blockIdx.y, f.blockIdx.z, f.threadIdx.x, f.threadIdx.y, f.threadIdx.z);
+    }
+    if (n > 0) {
+        ssize_t const w = write(2, msg, static_cast<size_t>(n));
+        (void)w;
+    }
+}
+
+void installFaultReport() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        static char altStack[64 * 1024]; // a fault that overflowed a fiber's stack still has a stack to report from
+        stack_t ss{};
+        ss.ss_sp = altStack;
+        ss.ss_size = sizeof altStack;
+        sigaltstack(&ss, nullptr);
+        for (int sig : {SIGSEGV, SIGBUS, SIGFPE}) {
+            struct sigaction old {};
+            sigaction(sig, nullptr, &old);
+            if (old.sa_handler != SIG_DFL) {
+                continue; // a sanitizer's own handler stays
+            }
+            struct sigaction sa {};
+            sa.sa_handler = reportFault;
+            sa.sa_flags = SA_ONSTACK | SA_RESETHAND;
+            sigemptyset(&sa.sa_mask);
+            sigaction(sig, &sa, nullptr);
+        }
+    });
+}
+
+// The block (one count over every launch) whose values a static __shared__ variable holds; a variable first
+// reached in another block is poisoned with its guard, as a device's shared memory is not initialised per block.
+uint64_t gBlockSerial = 0;
+struct SharedRecord {
+    uint64_t block = 0;
+    size_t bytes = 0;
+    char const* name = nullptr;
+};
+std::map<void*, SharedRecord> gShared;
+
+// Throws when a static __shared__ variable that this block reached has a byte of its guard overwritten.
+void checkSharedGuards(uint3 b) {
+    static std::vector<unsigned char> const poison(kSharedGuard, 0xCD);
+    for (auto& [p, rec] : gShared) {
+        auto* g = static_cast<unsigned char*>(p) + rec.bytes;
+        if (rec.block == gBlockSerial && std::memcmp(g, poison.data(), kSharedGuard) != 0) {
+            size_t i = 0;
+            while (g[i] == 0xCD) {
+                ++i;
+            }
+            std::memset(g, 0xCD, kSharedGuard); // report once
+            throw std::runtime_error("simt: block (" + std::to_string(b.x) + "," + std::to_string(b.y) + "," +
+                                     std::to_string(b.z) + ") wrote past the end of __shared__ " + rec.name + " (" +
+                                     std::to_string(rec.bytes) + " bytes; first at byte " +
+                                     std::to_string(rec.bytes + i) + ")");
+        }
+    }
 }
 
 // Runs fiber i until it waits or ends.
@@ -182,6 +256,14 @@ void* dynamicSmem() {
     return gDynamicSmem;
 }
 
+void sharedVar(void* p, size_t bytes, char const* name) {
+    SharedRecord& rec = gShared[p];
+    if (rec.block != gBlockSerial) {
+        rec = SharedRecord{gBlockSerial, bytes, name};
+        std::memset(p, 0xCD, bytes + kSharedGuard);
+    }
+}
+
 int laneId() {
     return me().linear & 31;
 }
@@ -269,8 +351,10 @@ void warpExchange(char const* op, unsigned mask, uint64_t v, uint64_t out[32]) {
 
 void run(dim3 grid, dim3 block, size_t dynamicSmemBytes, std::function<void()> const& body) {
     std::lock_guard<std::mutex> lock(gRunning);
+    installFaultReport();
     // Shared memory is not initialised on a device: every block starts with a poison pattern in its dynamic
-    // part, so a read of an unstaged slot shows (static __shared__ keeps the previous block's values).
+    // part, and each static __shared__ variable gets it (with its guard) when the block first reaches its
+    // declaration (sharedVar), so a read of an unstaged slot shows.
     std::vector<unsigned char> dyn(dynamicSmemBytes + 128);
     gDynamicSmem = dyn.data() + (128 - reinterpret_cast<uintptr_t>(dyn.data()) % 128) % 128;
     int const n = static_cast<int>(block.x * block.y * block.z);
@@ -301,6 +385,7 @@ void run(dim3 grid, dim3 block, size_t dynamicSmemBytes, std::function<void()> c
         for (unsigned by = 0; by < grid.y; ++by) {
             for (unsigned bx = 0; bx < grid.x; ++bx) {
                 std::memset(gDynamicSmem, 0xCD, dynamicSmemBytes);
+                ++gBlockSerial; // static __shared__ variables are poisoned when this block first reaches them
                 for (int i = 0; i < n; ++i) {
                     Fiber& f = blk.fibers[i];
                     f.linear = i;
@@ -324,6 +409,7 @@ void run(dim3 grid, dim3 block, size_t dynamicSmemBytes, std::function<void()> c
                         allDone = allDone && blk.fibers[i].wait == Wait::Done;
                     }
                     if (allDone) {
+                        checkSharedGuards(make_uint3(bx, by, bz));
                         break;
                     }
                     bool const released = release(blk);

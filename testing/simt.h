@@ -7,7 +7,9 @@
 //   flush to zero): the same bits as the device's. __frsqrt_rn is correctly rounded in integers (simt.cc;
 //   //kernels:simt_numerics_test against the reference). Approximations (rsqrtf, fast-math intrinsics) abort.
 //   Half and bf16 conversions are cuda_fp16.h's and cuda_bf16.h's own host code.
-// - Supported: 1-D..3-D grids and blocks, static __shared__ (one instance per kernel, reused block after block),
+// - Supported: 1-D..3-D grids and blocks, static __shared__ (one instance per kernel, poisoned with 0xCD when each
+// block first reaches it, a
+//   guard behind it checked at the block's end),
 //   dynamic shared memory (poisoned with 0xCD before each block), __syncthreads, __syncwarp and the *_sync warp
 //   collectives with the full mask of a warp whose 32 lanes are all alive, atomics, __byte_perm, cudaLaunchKernelEx
 //   (programmatic dependent launch is plain stream order here). Not: thread-block clusters (a cluster launch
@@ -32,7 +34,9 @@
 #include <utility>
 
 #undef __shared__
-#define __shared__ static // one block runs at a time: a static local is that block's shared memory
+#define __shared__                                                                                                     \
+    static // one block runs at a time: a static local is that block's shared memory (a form
+           // simt_launch.pl does not rewrite is not poisoned; it fails on those in kernel sources)
 #ifndef __launch_bounds__
 #define __launch_bounds__(...)
 #endif
@@ -43,6 +47,23 @@ namespace simt {
 // dynamicSmemBytes: the launch's extern __shared__ size (dynamicSmem() during the launch).
 void run(dim3 grid, dim3 block, size_t dynamicSmemBytes, std::function<void()> const& body);
 void* dynamicSmem();
+// A static __shared__ variable as simt_launch.pl declares it (`__shared__ T name[n];` becomes a static
+// SharedVar<T[n]> and a reference `name` to its v, through staticSmem): the variable, then a guard.
+constexpr size_t kSharedGuard = 16384;
+template <typename T>
+struct SharedVar {
+    T v;
+    unsigned char guard[kSharedGuard];
+};
+// The first thread of a block to reach the declaration poisons the variable and its guard (0xCD), so that no
+// block sees the previous block's values; the end of the block checks the guard (a write past the variable's end
+// is an error naming it).
+void sharedVar(void* p, size_t bytes, char const* name);
+template <typename T>
+T& staticSmem(SharedVar<T>& s, char const* name) {
+    sharedVar(&s, sizeof(T), name);
+    return s.v;
+}
 // simt_runtime.cc: throws when a launch wrote into the poisoned guard behind a device buffer.
 void checkGuards();
 
