@@ -127,21 +127,27 @@ struct SharedRecord {
 };
 std::map<void*, SharedRecord> gShared;
 
-// Throws when a static __shared__ variable that this block reached has a byte of its guard overwritten.
-void checkSharedGuards(uint3 b) {
+// Throws when a guard of this block's shared memory has a byte overwritten: behind the dynamic part (dyn, bytes)
+// and behind each static __shared__ variable the block reached.
+void checkSharedGuards(uint3 b, unsigned char* dyn, size_t dynBytes) {
     static std::vector<unsigned char> const poison(kSharedGuard, 0xCD);
-    for (auto& [p, rec] : gShared) {
-        auto* g = static_cast<unsigned char*>(p) + rec.bytes;
-        if (rec.block == gBlockSerial && std::memcmp(g, poison.data(), kSharedGuard) != 0) {
+    auto check = [&](unsigned char* g, size_t bytes, std::string const& what) {
+        if (std::memcmp(g, poison.data(), kSharedGuard) != 0) {
             size_t i = 0;
             while (g[i] == 0xCD) {
                 ++i;
             }
             std::memset(g, 0xCD, kSharedGuard); // report once
             throw std::runtime_error("simt: block (" + std::to_string(b.x) + "," + std::to_string(b.y) + "," +
-                                     std::to_string(b.z) + ") wrote past the end of __shared__ " + rec.name + " (" +
-                                     std::to_string(rec.bytes) + " bytes; first at byte " +
-                                     std::to_string(rec.bytes + i) + ")");
+                                     std::to_string(b.z) + ") wrote past the end of " + what + " (" +
+                                     std::to_string(bytes) + " bytes; first at byte " + std::to_string(bytes + i) +
+                                     ")");
+        }
+    };
+    check(dyn + dynBytes, dynBytes, "the dynamic shared memory");
+    for (auto& [p, rec] : gShared) {
+        if (rec.block == gBlockSerial) {
+            check(static_cast<unsigned char*>(p) + rec.bytes, rec.bytes, std::string("__shared__ ") + rec.name);
         }
     }
 }
@@ -355,7 +361,7 @@ void run(dim3 grid, dim3 block, size_t dynamicSmemBytes, std::function<void()> c
     // Shared memory is not initialised on a device: every block starts with a poison pattern in its dynamic
     // part, and each static __shared__ variable gets it (with its guard) when the block first reaches its
     // declaration (sharedVar), so a read of an unstaged slot shows.
-    std::vector<unsigned char> dyn(dynamicSmemBytes + 128);
+    std::vector<unsigned char> dyn(dynamicSmemBytes + kSharedGuard + 128); // the bytes, a guard, alignment slack
     gDynamicSmem = dyn.data() + (128 - reinterpret_cast<uintptr_t>(dyn.data()) % 128) % 128;
     int const n = static_cast<int>(block.x * block.y * block.z);
     if (n <= 0 || n > 1024) {
@@ -384,7 +390,7 @@ void run(dim3 grid, dim3 block, size_t dynamicSmemBytes, std::function<void()> c
     for (unsigned bz = 0; bz < grid.z; ++bz) {
         for (unsigned by = 0; by < grid.y; ++by) {
             for (unsigned bx = 0; bx < grid.x; ++bx) {
-                std::memset(gDynamicSmem, 0xCD, dynamicSmemBytes);
+                std::memset(gDynamicSmem, 0xCD, dynamicSmemBytes + kSharedGuard);
                 ++gBlockSerial; // static __shared__ variables are poisoned when this block first reaches them
                 for (int i = 0; i < n; ++i) {
                     Fiber& f = blk.fibers[i];
@@ -409,7 +415,8 @@ void run(dim3 grid, dim3 block, size_t dynamicSmemBytes, std::function<void()> c
                         allDone = allDone && blk.fibers[i].wait == Wait::Done;
                     }
                     if (allDone) {
-                        checkSharedGuards(make_uint3(bx, by, bz));
+                        checkSharedGuards(make_uint3(bx, by, bz), static_cast<unsigned char*>(gDynamicSmem),
+                                          dynamicSmemBytes);
                         break;
                     }
                     bool const released = release(blk);

@@ -7,13 +7,12 @@
 //   flush to zero): the same bits as the device's. __frsqrt_rn is correctly rounded in integers (simt.cc;
 //   //kernels:simt_numerics_test against the reference). Approximations (rsqrtf, fast-math intrinsics) abort.
 //   Half and bf16 conversions are cuda_fp16.h's and cuda_bf16.h's own host code.
-// - Supported: 1-D..3-D grids and blocks, static __shared__ (one instance per kernel, poisoned with 0xCD when each
-// block first reaches it, a
-//   guard behind it checked at the block's end),
-//   dynamic shared memory (poisoned with 0xCD before each block), __syncthreads, __syncwarp and the *_sync warp
-//   collectives with the full mask of a warp whose 32 lanes are all alive, atomics, __byte_perm, cudaLaunchKernelEx
-//   (programmatic dependent launch is plain stream order here). Not: thread-block clusters (a cluster launch
-//   fails; simt_runtime.cc reports no cluster support, so launchers take their cluster-free kernels), CUB, graphs.
+// - Supported: 1-D..3-D grids and blocks, static __shared__ (one instance per kernel) and dynamic shared memory,
+//   both poisoned with 0xCD when a block first reaches them and followed by a guard checked at the block's end,
+//   __syncthreads, __syncwarp and the *_sync warp collectives with the full mask of a warp whose 32 lanes are all
+//   alive, atomics, __byte_perm, cudaLaunchKernelEx (programmatic dependent launch is plain stream order here). Not:
+//   thread-block clusters (a cluster launch fails; simt_runtime.cc reports no cluster support, so launchers take their
+//   cluster-free kernels), CUB, graphs.
 // - Misuse is reported (std::runtime_error naming the block and threads) instead of hanging: a warp collective
 //   that not every lane of its warp reaches, lanes at different collectives, a __syncthreads that some live
 //   thread never reaches.
