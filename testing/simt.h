@@ -320,43 +320,37 @@ inline unsigned long long max(unsigned long long a, unsigned long long b) {
     return a > b ? a : b;
 }
 // Fibers run one at a time, so an atomic is a read-modify-write with no interleaving.
+namespace simt {
+template <typename T, typename F>
+T readModifyWrite(T* p, F f) {
+    T const old = *p;
+    *p = f(old);
+    return old;
+}
+} // namespace simt
 template <typename T>
 T atomicAdd(T* p, T v) {
-    T const old = *p;
-    *p = old + v;
-    return old;
+    return ::simt::readModifyWrite(p, [v](T o) { return o + v; });
 }
 template <typename T>
 T atomicMax(T* p, T v) {
-    T const old = *p;
-    *p = old > v ? old : v;
-    return old;
+    return ::simt::readModifyWrite(p, [v](T o) { return o > v ? o : v; });
 }
 template <typename T>
 T atomicMin(T* p, T v) {
-    T const old = *p;
-    *p = old < v ? old : v;
-    return old;
+    return ::simt::readModifyWrite(p, [v](T o) { return o < v ? o : v; });
 }
 template <typename T>
 T atomicOr(T* p, T v) {
-    T const old = *p;
-    *p = old | v;
-    return old;
+    return ::simt::readModifyWrite(p, [v](T o) { return o | v; });
 }
 template <typename T>
 T atomicExch(T* p, T v) {
-    T const old = *p;
-    *p = v;
-    return old;
+    return ::simt::readModifyWrite(p, [v](T) { return v; });
 }
 template <typename T>
 T atomicCAS(T* p, T cmp, T v) {
-    T const old = *p;
-    if (old == cmp) {
-        *p = v;
-    }
-    return old;
+    return ::simt::readModifyWrite(p, [cmp, v](T o) { return o == cmp ? v : o; });
 }
 inline void __threadfence() {}
 inline void __threadfence_block() {}
