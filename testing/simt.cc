@@ -8,6 +8,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -130,24 +131,20 @@ std::map<void*, SharedRecord> gShared;
 // Throws when a guard of this block's shared memory has a byte overwritten: behind the dynamic part (dyn, bytes)
 // and behind each static __shared__ variable the block reached.
 void checkSharedGuards(uint3 b, unsigned char* dyn, size_t dynBytes) {
-    static std::vector<unsigned char> const poison(kSharedGuard, 0xCD);
-    auto check = [&](unsigned char* g, size_t bytes, std::string const& what) {
-        if (std::memcmp(g, poison.data(), kSharedGuard) != 0) {
-            size_t i = 0;
-            while (g[i] == 0xCD) {
-                ++i;
-            }
+    auto check = [&](unsigned char* g, size_t bytes, char const* what, char const* name) {
+        size_t const i = firstUnpoisoned(g, kSharedGuard);
+        if (i < kSharedGuard) {
             std::memset(g, 0xCD, kSharedGuard); // report once
             throw std::runtime_error("simt: block (" + std::to_string(b.x) + "," + std::to_string(b.y) + "," +
-                                     std::to_string(b.z) + ") wrote past the end of " + what + " (" +
+                                     std::to_string(b.z) + ") wrote past the end of " + what + name + " (" +
                                      std::to_string(bytes) + " bytes; first at byte " + std::to_string(bytes + i) +
                                      ")");
         }
     };
-    check(dyn + dynBytes, dynBytes, "the dynamic shared memory");
+    check(dyn + dynBytes, dynBytes, "the dynamic shared memory", "");
     for (auto& [p, rec] : gShared) {
         if (rec.block == gBlockSerial) {
-            check(static_cast<unsigned char*>(p) + rec.bytes, rec.bytes, std::string("__shared__ ") + rec.name);
+            check(static_cast<unsigned char*>(p) + rec.bytes, rec.bytes, "__shared__ ", rec.name);
         }
     }
 }
@@ -260,6 +257,21 @@ std::string deadlock(Block const& blk) {
 
 void* dynamicSmem() {
     return gDynamicSmem;
+}
+
+size_t firstUnpoisoned(unsigned char const* g, size_t n) {
+    static std::vector<unsigned char> const poison(size_t{1} << 20, 0xCD);
+    for (size_t off = 0; off < n; off += poison.size()) {
+        size_t const len = std::min(poison.size(), n - off);
+        if (std::memcmp(g + off, poison.data(), len) != 0) {
+            size_t i = off;
+            while (g[i] == 0xCD) {
+                ++i;
+            }
+            return i;
+        }
+    }
+    return n;
 }
 
 void sharedVar(void* p, size_t bytes, char const* name) {

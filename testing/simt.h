@@ -33,9 +33,9 @@
 #include <utility>
 
 #undef __shared__
-#define __shared__                                                                                                     \
-    static // one block runs at a time: a static local is that block's shared memory (a form
-           // simt_launch.pl does not rewrite is not poisoned; it fails on those in kernel sources)
+// One block runs at a time, so a static local is that block's shared memory. Kernel sources never reach this
+// macro: simt_launch.pl rewrites each of their __shared__ declarations into a poisoned, guarded SharedVar.
+#define __shared__ static
 #ifndef __launch_bounds__
 #define __launch_bounds__(...)
 #endif
@@ -65,6 +65,8 @@ T& staticSmem(SharedVar<T>& s, char const* name) {
 }
 // simt_runtime.cc: throws when a launch wrote into the poisoned guard behind a device buffer.
 void checkGuards();
+// The offset of the first byte of [g, g + n) that is no longer the poison 0xCD; n when none (every guard's check).
+size_t firstUnpoisoned(unsigned char const* g, size_t n);
 
 // The warp collective primitive: every lane of the calling warp contributes v; returns all 32 values. `op`
 // names the collective (lanes must agree on it); mask must be 0xFFFFFFFF.

@@ -31,22 +31,15 @@ namespace simt {
 
 // After every launch: a guard byte that is no longer 0xCD was written by the kernel past the end of its buffer.
 void checkGuards() {
-    static std::vector<unsigned char> const poison(size_t{1} << 20, 0xCD);
     for (auto const& [p, rounded] : sizes()) {
-        auto const* g = static_cast<unsigned char const*>(p) + rounded;
+        auto* g = static_cast<unsigned char*>(p) + rounded;
         size_t const n = guardBytes(rounded);
-        for (size_t off = 0; off < n; off += poison.size()) {
-            size_t const len = std::min(poison.size(), n - off);
-            if (std::memcmp(g + off, poison.data(), len) != 0) {
-                size_t i = off;
-                while (g[i] == 0xCD) {
-                    ++i;
-                }
-                std::memset(const_cast<unsigned char*>(g), 0xCD, n); // report once
-                throw std::runtime_error("simt: the kernel wrote past the end of a device buffer of " +
-                                         std::to_string(rounded) + " bytes (first at byte " +
-                                         std::to_string(rounded + i) + " of it)");
-            }
+        size_t const i = firstUnpoisoned(g, n);
+        if (i < n) {
+            std::memset(g, 0xCD, n); // report once
+            throw std::runtime_error("simt: the kernel wrote past the end of a device buffer of " +
+                                     std::to_string(rounded) + " bytes (first at byte " + std::to_string(rounded + i) +
+                                     " of it)");
         }
     }
 }
