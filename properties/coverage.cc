@@ -23,16 +23,51 @@ bool validName(std::string const& s) {
     return !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_<>") == std::string::npos;
 }
 
-// Hits needed for `floor` over `cases` cases (a floor of 10% over 150 cases needs 15).
-int64_t needed(double floor, int64_t cases) {
+// Hits needed for a floor met by construction: `floor` of `cases` (a floor of 10% over 150 cases needs 15).
+int64_t constructedNeeded(double floor, int64_t cases) {
     return int64_t(std::ceil(floor * double(cases) - 1e-9));
+}
+
+// log P(Bin(n, p) = k), 0 < p < 1.
+double logBinomialPmf(int64_t n, int64_t k, double p) {
+    return std::lgamma(double(n) + 1.0) - std::lgamma(double(k) + 1.0) - std::lgamma(double(n - k) + 1.0) +
+           double(k) * std::log(p) + double(n - k) * std::log1p(-p);
+}
+
+} // namespace
+
+int64_t drawnNeeded(double rate, int64_t n) {
+    if (rate <= 0.0 || n <= 0)
+        return 0;
+    if (rate >= 1.0)
+        return n; // every case reaches it: P(Bin(n, 1) <= h) = 0 for h < n
+    // The smallest h with P(X <= h) >= alpha, summed upwards from 0 (the pmf rises towards the mean, so the
+    // partial sums are exact to double rounding; n is at most a few thousand).
+    double cdf = 0.0;
+    for (int64_t h = 0; h <= n; ++h) {
+        cdf += std::exp(logBinomialPmf(n, h, rate));
+        if (cdf >= kDrawnAlpha)
+            return h;
+    }
+    return n;
+}
+
+namespace {
+
+int64_t needed(double floor, bool drawn, int64_t cases) {
+    return drawn ? drawnNeeded(floor, cases) : constructedNeeded(floor, cases);
 }
 
 } // namespace
 
 void cover(std::string const& region, bool hit, double floor) {
     if (Run* r = Run::current())
-        r->note(region, hit, floor);
+        r->note(region, hit, floor, false);
+}
+
+void coverDrawn(std::string const& region, bool hit, double rate) {
+    if (Run* r = Run::current())
+        r->note(region, hit, rate, true);
 }
 
 Run::Run(std::string id, int defaultCases) : id_(std::move(id)), defaultCases_(defaultCases), previous_(currentRun()) {
@@ -51,7 +86,7 @@ void Run::beginCase() {
     pending_.clear();
 }
 
-void Run::note(std::string const& region, bool hit, double floor) {
+void Run::note(std::string const& region, bool hit, double floor, bool drawn) {
     if (!validName(region))
         throw std::runtime_error("coverage::cover: region name \"" + region + "\" is not [a-z0-9_<>]+");
     if (floor < 0.0 || floor > 1.0)
@@ -61,6 +96,14 @@ void Run::note(std::string const& region, bool hit, double floor) {
     if (it == regions_.end()) {
         order_.push_back(region);
         it = regions_.emplace(region, Region{}).first;
+    }
+    // The kind of a region is that of its floors (a call without a floor only counts).
+    if (floor > 0.0) {
+        if (it->second.floor > 0.0 && it->second.drawn != drawn)
+            throw std::runtime_error("coverage::cover: region " + region +
+                                     " has a floor both as drawn (coverDrawn) "
+                                     "and as met by construction (cover)");
+        it->second.drawn = drawn;
     }
     it->second.floor = std::max(it->second.floor, floor);
     pending_[region] = pending_[region] || hit;
@@ -86,7 +129,7 @@ std::string Run::line() const {
         double const f = regions_.at(r).floor;
         if (f <= 0.0)
             continue;
-        os << (first ? "" : ",") << r << ":" << int(std::lround(f * 100)) << "%";
+        os << (first ? "" : ",") << r << ":" << (regions_.at(r).drawn ? "~" : "") << int(std::lround(f * 100)) << "%";
         first = false;
     }
     if (first)
@@ -105,10 +148,16 @@ std::string Run::violations() const {
     std::ostringstream os;
     for (std::string const& r : order_) {
         Region const& g = regions_.at(r);
-        if (g.floor > 0.0 && g.hits < needed(g.floor, cases_)) {
-            os << id_ << ": coverage of region " << r << " is " << g.hits << "/" << cases_ << ", below its floor of "
-               << int(std::lround(g.floor * 100)) << "% (" << needed(g.floor, cases_)
-               << " cases): the generators no longer reach it\n";
+        int64_t const need = needed(g.floor, g.drawn, cases_);
+        if (g.floor <= 0.0 || g.hits >= need)
+            continue;
+        os << id_ << ": coverage of region " << r << " is " << g.hits << "/" << cases_ << ", below its floor of ";
+        if (g.drawn) {
+            os << "~" << int(std::lround(g.floor * 100)) << "% (drawn: " << need << " cases; at a rate of " << g.floor
+               << " fewer come with probability < " << kDrawnAlpha
+               << "): the generators no longer reach it at that rate\n";
+        } else {
+            os << int(std::lround(g.floor * 100)) << "% (" << need << " cases): the generators no longer reach it\n";
         }
     }
     return os.str();

@@ -2,6 +2,7 @@
 #include "properties/generators.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <numeric>
 #include <ostream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 
@@ -446,15 +448,18 @@ RegimeShares defaultShares(bool chunked) {
     return s;
 }
 
+namespace {
+// Slots of the 20-size period in an order that spreads each share over the period (bit-reversal-like),
+// so that the evenly spread sizes of a run of any length land in every share's slots alike.
+constexpr int kSlotOrder[20] = {0, 10, 5, 15, 2, 12, 7, 17, 4, 14, 9, 19, 1, 11, 6, 16, 3, 13, 8, 18};
+} // namespace
+
 rc::Gen<Regime> regimeGen(RegimeShares const& s) {
-    // Slots of the 20-size period in an order that spreads each regime over the period (bit-reversal-like),
-    // so that the evenly spread sizes of a run of any length land in every regime's slots alike.
-    static constexpr int kOrder[20] = {0, 10, 5, 15, 2, 12, 7, 17, 4, 14, 9, 19, 1, 11, 6, 16, 3, 13, 8, 18};
     std::vector<Regime> table(20, Regime::kSmall);
     int next = 0;
     auto assign = [&](int pct, Regime r) {
         for (int i = 0; i < pct / 5 && next < 20; ++i)
-            table[kOrder[next++]] = r;
+            table[kSlotOrder[next++]] = r;
     };
     assign(s.manyBlocks, Regime::kManyBlocks);
     assign(s.chunked, Regime::kChunked);
@@ -463,6 +468,21 @@ rc::Gen<Regime> regimeGen(RegimeShares const& s) {
         Regime const r = table[size_t(std::max(size, 0)) % 20];
         return rc::shrinkable::shrinkRecur(
             r, [](Regime x) { return x == Regime::kSmall ? rc::Seq<Regime>() : rc::seq::just(Regime::kSmall); });
+    });
+}
+
+rc::Gen<bool> sizeShare(int pct, int firstSlot) {
+    if (pct < 0 || pct > 100 || pct % 5 != 0 || firstSlot < 0 || firstSlot + pct / 5 > 20)
+        throw std::runtime_error("sizeShare: pct " + std::to_string(pct) +
+                                 " must be a multiple of 5 in [0, 100] and "
+                                 "firstSlot " +
+                                 std::to_string(firstSlot) + " + pct / 5 at most 20");
+    std::array<bool, 20> table{};
+    for (int i = firstSlot; i < firstSlot + pct / 5; ++i)
+        table[size_t(kSlotOrder[i])] = true;
+    return rc::Gen<bool>([table](rc::Random const&, int size) {
+        bool const on = table[size_t(std::max(size, 0)) % 20];
+        return rc::shrinkable::shrinkRecur(on, [](bool x) { return x ? rc::seq::just(false) : rc::Seq<bool>(); });
     });
 }
 

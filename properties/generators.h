@@ -133,6 +133,12 @@ struct SpecOptions {
 // coverage floors cannot flake), and reproduce= (which restores the size) rebuilds the same regime.
 // Shrinks towards kSmall.
 rc::Gen<Regime> regimeGen(RegimeShares const& s);
+// True in `pct` percent of the cases (a multiple of 5), deterministically by RapidCheck size like regimeGen:
+// on the slots firstSlot .. firstSlot + pct / 5 - 1 of regimeGen's period order, so that a share starting
+// at slot 10 falls on slots the regimes at their default shares leave to kSmall on the CPU. For a region
+// with a coverage floor that a random draw would miss now and then (a floor that flakes is no floor).
+// Shrinks towards false.
+rc::Gen<bool> sizeShare(int pct, int firstSlot);
 
 // Choices that SHRINK towards their first entry (RapidCheck's element/weightedElement/weightedOneOf do not
 // shrink at all), drawn uniformly by weight whatever the RapidCheck size.

@@ -33,9 +33,11 @@ void prefillTouchesOnlyContractCells(bool hardened) {
     ref::PrefillCase const c = toCase(spec);
     PrefillRegions const r = prefillRegions(c);
     coverPrefill(r, nVisFloor(), 0.0);
-    coverage::cover("hole_used", r.holeUsed, 0.15);
-    coverage::cover("out_of_plane_used", r.outOfPlaneUsed, hardened ? 0.05 : 0.0);
-    coverage::cover("truncated_hit", r.truncatedHit, hardened ? 0.05 : 0.0);
+    // Drawn regions (coverage.h), at rates about half of those measured on the CPU (tools/coverage_margin.py,
+    // 2026-12-05: holes 37% / 45% (hardened), out-of-plane ids 42%, truncated tables 25%).
+    coverage::coverDrawn("hole_used", r.holeUsed, hardened ? 0.25 : 0.20);
+    coverage::coverDrawn("out_of_plane_used", r.outOfPlaneUsed, hardened ? 0.20 : 0.0);
+    coverage::coverDrawn("truncated_hit", r.truncatedHit, hardened ? 0.10 : 0.0);
     Capture cap("pool_hygiene", describe(spec), c);
     PrefillOut const got = runImplPrefill(c);
     QSA_REQUIRE_EMPTY(checkCellPlan(prefillCellPlan(c), c.pool.data, got.pool, c.pool.dims, c.dtype));
@@ -58,11 +60,11 @@ void decodeTouchesOnlyContractCells(bool hardened) {
     Chain ch = makeChain(spec);
     DecodeRegions const r = decodeRegions(ch.steps);
     coverDecode(r, nVisFloor());
-    // 0.10, not 0.15: a chain uses a hole in 39% of cases (117/300 on the CPU, 2026-12-04), so 30 cases fall
-    // below 15% (<= 4 hits) with probability 2e-3 a run (seen once: 4/30, seed 4049636557) and below 10%
-    // (<= 2 hits) with probability 7e-5.
-    coverage::cover("hole_used", r.holeUsed, 0.10);
-    coverage::cover("out_of_plane_used", r.outOfPlaneUsed, hardened ? 0.05 : 0.0);
+    // Drawn regions (coverage.h): a count floor of 15% failed a correct run once (4/30 holes used, seed
+    // 4049636557); rates about half of those measured on the CPU (tools/coverage_margin.py, 2026-12-05:
+    // holes 41% / 49% (hardened), out-of-plane ids 42%).
+    coverage::coverDrawn("hole_used", r.holeUsed, hardened ? 0.25 : 0.20);
+    coverage::coverDrawn("out_of_plane_used", r.outOfPlaneUsed, hardened ? 0.20 : 0.0);
     coverage::cover("truncated_hit", r.truncatedHit, 0.0);
     bool overHole = false;
     for (ref::DecodeCase const& d : ch.steps)
