@@ -98,23 +98,8 @@ __global__ void __launch_bounds__(kThreads)
         return;
     }
     int const nVis = info.nVis;
-    float const* row = logits + b * maxBlocks;
-    int const chunk = (nVis + kThreads - 1) / kThreads;
-    int const gBegin = min(nVis, static_cast<int>(threadIdx.x) * chunk);
-    int const gEnd = min(nVis, gBegin + chunk);
     EmitExpanded const emit{out};
-    if (chunk <= kItems) {
-        CachedKeys<kItems> keys;
-        keys.count = gEnd - gBegin;
-#pragma unroll
-        for (int k = 0; k < kItems; ++k) {
-            keys.u[k] = k < keys.count ? radixKey(row[gBegin + k]) : 0u;
-        }
-        radixSelectEmit<kThreads>(sm, keys, nVis, kTopK, gBegin, chunk, emit);
-    } else {
-        RowKeys const keys{row, gBegin, gEnd};
-        radixSelectEmit<kThreads>(sm, keys, nVis, kTopK, gBegin, chunk, emit);
-    }
+    radixSelectRowEmit<kThreads, kItems>(sm, logits + b * maxBlocks, nVis, kTopK, emit);
     writeTail(out, info, kThreads);
 }
 

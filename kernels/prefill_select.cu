@@ -173,24 +173,9 @@ __global__ void __launch_bounds__(kThreads, kThreads == 256 ? 5 : 2)
         int const nVis = geo.nVis, kSel = geo.kSel, tail = geo.tail;
         if (kSel > 0) { // uniform over the block
             int64_t const base = (r - rowBegin) * numBlocks;
-            float const* row = logits + base;
-            int const chunk = (nVis + kThreads - 1) / kThreads;
-            int const gBegin = min(nVis, static_cast<int>(threadIdx.x) * chunk);
-            int const gEnd = min(nVis, gBegin + chunk);
             auto emit = [&](int pos, int g, uint32_t u) { slots[sortSlot(pos)] = orderKey(u, g); };
             // radixSelectEmit begins with a barrier: the previous row's readers of slots are done.
-            if (chunk <= kItems) {
-                CachedKeys<kItems> keys;
-                keys.count = gEnd - gBegin;
-#pragma unroll
-                for (int k = 0; k < kItems; ++k) {
-                    keys.u[k] = k < keys.count ? radixKey(row[gBegin + k]) : 0u;
-                }
-                radixSelectEmit<kThreads>(sm, keys, nVis, kTopK, gBegin, chunk, emit);
-            } else {
-                RowKeys const keys{row, gBegin, gEnd};
-                radixSelectEmit<kThreads>(sm, keys, nVis, kTopK, gBegin, chunk, emit);
-            }
+            radixSelectRowEmit<kThreads, kItems>(sm, logits + base, nVis, kTopK, emit);
             int n = 8;
             while (n < kSel) {
                 n <<= 1;

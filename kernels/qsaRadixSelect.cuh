@@ -308,6 +308,28 @@ __device__ __forceinline__ void radixSelectEmit(RadixSelectSmem<kThreads>& sm, K
     });
 }
 
+// radixSelectEmit over row[0, nVis), one contiguous chunk of ids per thread: the chunk's keys held in
+// registers when it fits kItems (one read of the row), else re-read from the row on every pass.
+template <int kThreads, int kItems, typename Emit>
+__device__ __forceinline__ void radixSelectRowEmit(RadixSelectSmem<kThreads>& sm, float const* row, int nVis, int kSel,
+                                                   Emit emit) {
+    int const chunk = (nVis + kThreads - 1) / kThreads;
+    int const gBegin = min(nVis, static_cast<int>(threadIdx.x) * chunk);
+    int const gEnd = min(nVis, gBegin + chunk);
+    if (chunk <= kItems) {
+        CachedKeys<kItems> keys;
+        keys.count = gEnd - gBegin;
+#pragma unroll
+        for (int k = 0; k < kItems; ++k) {
+            keys.u[k] = k < keys.count ? radixKey(row[gBegin + k]) : 0u;
+        }
+        radixSelectEmit<kThreads>(sm, keys, nVis, kSel, gBegin, chunk, emit);
+    } else {
+        RowKeys const keys{row, gBegin, gEnd};
+        radixSelectEmit<kThreads>(sm, keys, nVis, kSel, gBegin, chunk, emit);
+    }
+}
+
 } // namespace qsa_detail
 } // namespace kernel
 } // namespace trt_edgellm
