@@ -58,7 +58,7 @@ public:
 
     // For cover(): the run now in progress (nullptr outside QSA_PROP).
     static Run* current();
-    void note(std::string const& region, bool hit, double floor, bool drawn = false);
+    void note(std::string const& region, bool hit, double floor, bool drawn);
 
 private:
     struct Region {

@@ -452,23 +452,30 @@ namespace {
 // Slots of the 20-size period in an order that spreads each share over the period (bit-reversal-like),
 // so that the evenly spread sizes of a run of any length land in every share's slots alike.
 constexpr int kSlotOrder[20] = {0, 10, 5, 15, 2, 12, 7, 17, 4, 14, 9, 19, 1, 11, 6, 16, 3, 13, 8, 18};
+
+// The value a case takes from its RapidCheck size: table[size % 20]; shrinks towards `towards`.
+template <typename T>
+rc::Gen<T> bySize(std::array<T, 20> const& table, T towards) {
+    return rc::Gen<T>([table, towards](rc::Random const&, int size) {
+        T const v = table[size_t(std::max(size, 0)) % 20];
+        return rc::shrinkable::shrinkRecur(
+            v, [towards](T x) { return x == towards ? rc::Seq<T>() : rc::seq::just(towards); });
+    });
+}
 } // namespace
 
 rc::Gen<Regime> regimeGen(RegimeShares const& s) {
-    std::vector<Regime> table(20, Regime::kSmall);
+    std::array<Regime, 20> table;
+    table.fill(Regime::kSmall);
     int next = 0;
     auto assign = [&](int pct, Regime r) {
         for (int i = 0; i < pct / 5 && next < 20; ++i)
-            table[kSlotOrder[next++]] = r;
+            table[size_t(kSlotOrder[next++])] = r;
     };
     assign(s.manyBlocks, Regime::kManyBlocks);
     assign(s.chunked, Regime::kChunked);
     assign(s.pageEdge, Regime::kPageEdge);
-    return rc::Gen<Regime>([table](rc::Random const&, int size) {
-        Regime const r = table[size_t(std::max(size, 0)) % 20];
-        return rc::shrinkable::shrinkRecur(
-            r, [](Regime x) { return x == Regime::kSmall ? rc::Seq<Regime>() : rc::seq::just(Regime::kSmall); });
-    });
+    return bySize(table, Regime::kSmall);
 }
 
 rc::Gen<bool> sizeShare(int pct, int firstSlot) {
@@ -480,10 +487,7 @@ rc::Gen<bool> sizeShare(int pct, int firstSlot) {
     std::array<bool, 20> table{};
     for (int i = firstSlot; i < firstSlot + pct / 5; ++i)
         table[size_t(kSlotOrder[i])] = true;
-    return rc::Gen<bool>([table](rc::Random const&, int size) {
-        bool const on = table[size_t(std::max(size, 0)) % 20];
-        return rc::shrinkable::shrinkRecur(on, [](bool x) { return x ? rc::seq::just(false) : rc::Seq<bool>(); });
-    });
+    return bySize(table, false);
 }
 
 void makeCancel(ActSpec& a) {
