@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
         if (id.error.empty()) {
             std::cout << "  bytes " << id.bytes << ", sha256 " << id.sha256 << "\n  build id "
                       << (id.elf.buildId.empty() ? "none" : id.elf.buildId) << ", CUDA runtime " << id.cudaRuntime
-                      << "\n";
+                      << "\n  device code: " << (id.nvcc.empty() ? "no nvcc release recorded" : id.nvcc) << "\n";
         }
         std::cout << "impl_check: " << (r.ok ? "OK " : "REFUSED ") << r.line << "\n";
     }

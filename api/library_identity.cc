@@ -2,6 +2,7 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <filesystem>
@@ -223,6 +224,14 @@ LibraryIdentity identifyLibrary(std::string const& path) {
             }
         }
     }
+    if (id.cudaRuntime.empty() && img.find("libcudart_static_") != std::string::npos) {
+        id.cudaRuntime = "static (libcudart_static linked in, its symbols hidden)";
+    }
+    size_t const nvcc = img.find("Cuda compilation tools, release ");
+    if (nvcc != std::string::npos) {
+        size_t const end = img.find_first_of(std::string("\n\0", 2), nvcc);
+        id.nvcc = img.substr(nvcc, std::min<size_t>(end == std::string::npos ? 80 : end - nvcc, 80));
+    }
     if (id.cudaRuntime.empty()) {
         id.cudaRuntime = "none visible (no libcudart in DT_NEEDED, no CUDA runtime symbol exported)";
     }
@@ -236,6 +245,7 @@ nlohmann::json identityJson(LibraryIdentity const& id) {
                         {"build_id", id.elf.buildId.empty() ? "none" : id.elf.buildId},
                         {"soname", id.elf.soname},
                         {"cuda_runtime", id.cudaRuntime},
+                        {"nvcc", id.nvcc.empty() ? "not recorded" : id.nvcc},
                         {"needed", id.elf.needed}};
     if (!id.error.empty() || !id.elf.error.empty()) {
         j["error"] = !id.error.empty() ? id.error : id.elf.error;

@@ -24,9 +24,13 @@ struct LibraryIdentity {
     uint64_t bytes = 0; // file size
     std::string sha256; // lowercase hex of the whole file
     ElfFacts elf;
-    // The CUDA runtime it links, in words: "shared libcudart.so.13", "static (defines cudaRuntimeGetVersion)" or
+    // The CUDA runtime it links, in words: "shared libcudart.so.13", "static (...)" (exported symbols, or the
+    // libcudart_static object markers when nvcc's static runtime hides them), or
     // "none visible (no libcudart in DT_NEEDED, no cuda* runtime symbol defined)".
     std::string cudaRuntime;
+    // The nvcc that compiled its device code, as the fatbinary records it ("Cuda compilation tools, release 13.0,
+    // V13.0.88"), "" when none is found.
+    std::string nvcc;
     std::string error; // "" when the file could be read; else why not (no such file, a directory, ...)
 };
 

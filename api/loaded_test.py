@@ -165,6 +165,13 @@ class GoodLibrary(unittest.TestCase):
         self.assertIn("build id " + BUILD_ID, out)
         self.assertIn("CUDA runtime static (linked in: defines cudaRuntimeGetVersion)", out)
 
+    def test_hidden_static_runtime_and_nvcc_release_are_named(self):
+        rc, line, out = check(fake("libmarkers.so", "FAKE_STATIC_MARKERS"), "--driver-cuda-version", "13000")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("CUDA runtime static (libcudart_static linked in, its symbols hidden)", out)
+        self.assertIn("device code: Cuda compilation tools, release 13.0, V13.0.88\n", out)
+        self.assertIn("CUDA runtime not visible", line)
+
     def test_relative_path_is_the_file_not_a_search(self):
         rc, line, out = check(os.path.relpath(self.lib), "--driver-cuda-version", "13000")
         self.assertEqual(rc, 0, out)

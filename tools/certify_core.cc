@@ -481,6 +481,9 @@ std::optional<Options> parseArgs(int argc, char const* const* argv, std::string 
     app.add_option("--fake-gpus", o.fakeGpus, "GPUs pretended by --cpu-dry-run")->check(CLI::Range(1, 16));
     app.add_option("--fake-sm", o.fakeSm, "SM (e.g. 90) of the GPUs pretended by --cpu-dry-run")
         ->check(CLI::Range(10, 999));
+    app.add_option("--impl-lib", o.implLib,
+                   "the shared library under test (the kit's build, --//api:impl=//api:loaded; default "
+                   "$QSA_IMPL_LIB): checked first, then passed to every child as QSA_IMPL_LIB");
     try {
         app.parse(argc, argv);
     } catch (CLI::CallForHelp const& e) {

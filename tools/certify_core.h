@@ -161,6 +161,7 @@ struct Options {
     bool cpuDryRun = false;        // testing certify itself: CPU property variants, no CUDA, fake GPUs
     int fakeGpus = 1;              // GPUs pretended by --cpu-dry-run
     int fakeSm = 90;               // their SM (major*10+minor), to test the SASS refusal without a GPU
+    std::string implLib;           // --impl-lib: the shared library under test (the kit's build, //api:loaded)
 };
 // Parses certify's command line (argv[0] included). `defaultOutDir` is used when --out is absent.
 // Throws std::runtime_error with the usage on bad arguments; returns nullopt after --help (usage printed).

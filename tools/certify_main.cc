@@ -18,7 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "api/impl_choice.h"
 #include "api/impl_label.h"
+#include "api/library_identity.h"
 #include "checks/levels.h"
 #include "tools/certify_plan.h"
 #include "tools/certify_schedule.h"
@@ -44,6 +46,19 @@ int realMain(int argc, char** argv) {
     // What is judged (contract section 8): QSA_LEVELS / QSA_PROFILE, passed on to every child.
     plan.sel = checks::selectionFromEnv();
     plan.implLabel = qsa::api::kImplLabel;
+    // The kit (//api:loaded): the library is checked before this process makes its first CUDA call (the check
+    // forks), and every child inherits QSA_IMPL_LIB.
+    qsa::api::ImplChoice const impl = qsa::api::chooseImpl(o.implLib);
+    if (!impl.error.empty()) {
+        std::fprintf(stderr, "certify: %s\n", impl.error.c_str());
+        return 2;
+    }
+    if (!impl.library.empty()) {
+        plan.implLibrary = qsa::api::identityJson(qsa::api::identifyLibrary(impl.library));
+        plan.implLibrary["check"] = impl.check;
+        std::printf("certify: library %s (sha256 %s): %s\n", impl.library.c_str(),
+                    plan.implLibrary.value("sha256", "").c_str(), impl.check.c_str());
+    }
     std::string const& implLabel = plan.implLabel;
     plan.ownKernels =
         implLabel.size() >= 21 && implLabel.compare(implLabel.size() - 21, 21, "//kernels:qsa_kernels") == 0;

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "checks/levels.h"
 #include "tools/certify_core.h"
 #include "tools/certify_cuda.h"
@@ -116,6 +118,7 @@ std::string planSuites(Options const& o, Layout const& layout, bool ownKernels, 
 struct Plan {
     checks::Selection sel;               // what is judged: QSA_LEVELS / QSA_PROFILE (contract section 8)
     std::string implLabel;               // //api:impl of this build (api/impl_label.h)
+    nlohmann::json implLibrary;          // the kit: the library's identity and check (null when linked in)
     bool ownKernels = false;             // //api:impl is //kernels:qsa_kernels: the stage tests run too
     Layout layout;                       // findLayout()
     std::filesystem::path outDir;        // --out, absolute

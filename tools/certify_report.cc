@@ -168,6 +168,11 @@ json certificateOf(Options const& o, Plan const& plan, std::vector<GpuRun>& runs
                       {"levels", selectedLevels(plan.sel)},
                       {"profile", plan.sel.profile},
                       {"impl", plan.implLabel}};
+    // What was certified: the linked label, or (the kit) the library file itself, beside the GPU and driver.
+    cert["implementation"] = {{"label", plan.implLabel}};
+    if (!plan.implLibrary.is_null()) {
+        cert["implementation"]["library"] = plan.implLibrary;
+    }
     cert["gpus"] = json::array();
     for (GpuRun& run : runs) {
         cert["gpus"].push_back(gpuCertificate(run, o, plan));

@@ -2,11 +2,12 @@
 # Builds every gpu-tagged test and GPU tool and copies the static binaries, with the runfiles they
 # read, into OUTDIR, plus OUTDIR/run_all.sh and OUTDIR/engine.sh (copies of tools/), MANIFEST, LARGE (the tests tagged
 # large) and COMMIT. The bundle needs only a GPU driver on the target host.
-# Usage: [BUNDLE_FILTER=regex] [BUNDLE_IMPL=label [BUNDLE_PROFILE=p]] tools/gpu_bundle.sh OUTDIR [bazel build flags,
-#        e.g. --config=all_archs]
+# Usage: [BUNDLE_FILTER=regex] [BUNDLE_IMPL=label [BUNDLE_PROFILE=p]] [BUNDLE_EXTRA="labels"] tools/gpu_bundle.sh
+#        OUTDIR [bazel build flags, e.g. --config=all_archs]
 # BUNDLE_IMPL (e.g. //kernels:qsa_kernels_fast) builds with --//api:impl=BUNDLE_IMPL and keeps only the binaries
 # that reach the implementation through //api:impl (the portable suite: property *_gpu binaries, the fixture
-# replay, certify, qsa_gpu); OUTDIR/IMPL names it, OUTDIR/PROFILE (BUNDLE_PROFILE, default `fast` for
+# replay, certify, qsa_gpu); BUNDLE_EXTRA adds binaries to tools/ whatever the filters (tools/kit.sh: impl_check,
+# exhaustive_primitives); OUTDIR/IMPL names it, OUTDIR/PROFILE (BUNDLE_PROFILE, default `fast` for
 # //kernels:qsa_kernels_fast, else none written) is the QSA_PROFILE that run_all.sh judges by default.
 set -euo pipefail
 if (($# < 1)); then
@@ -44,6 +45,11 @@ if [[ -n $impl ]]; then
     through_impl=$(bazel query --output=label 'rdeps(//..., //api:impl)' 2>/dev/null | sort)
     tests=$(comm -12 <(echo "$tests") <(echo "$through_impl"))
     tools=$(comm -12 <(echo "$tools") <(echo "$through_impl"))
+fi
+# shellcheck disable=SC2206
+extra=(${BUNDLE_EXTRA:-})
+if ((${#extra[@]})); then
+    tools=$(printf '%s\n' $tools "${extra[@]}" | sort -u)
 fi
 if [[ -z $tests ]]; then
     echo "gpu_bundle: no gpu-tagged tests found" >&2

@@ -6,8 +6,10 @@
 //   bazel run //tools:qsa -- show DIR
 //   bazel run //tools:qsa -- explain DIR --row b,t [--actual OUT] [--profile fast]   (decode: --row b)
 //   bazel run //tools:qsa -- corpus --count N --seed S [--regions r1,r2] [--dtype half|bf16|both] OUT
-// //tools:qsa_gpu is the same tool with --impl=gpu available. Exit status: 0 all good, 1 a mismatch or
-// an invalid fixture, 2 a usage error.
+// //tools:qsa_gpu is the same tool with --impl=gpu available, and the default of run and replay: it judges the
+// implementation under test (//api:impl; in the certification kit the library of --impl-lib / QSA_IMPL_LIB)
+// unless --impl=reference is asked for. Exit status: 0 all good, 1 a mismatch or an invalid fixture, 2 a usage
+// error or a library that cannot be used.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -22,6 +24,9 @@
 #include <tuple>
 #include <utility>
 
+#ifdef QSA_GPU_TOOL
+#include "api/impl_choice.h"
+#endif
 #include "fixtures/explain.h"
 #include "fixtures/fixture.h"
 #include "fixtures/impl.h"
@@ -407,10 +412,20 @@ int cmdCorpus(qsa::prop::corpus::Options const& o, std::string const& out) {
 int main(int argc, char** argv) {
     CLI::App app{"qsa: run, diff and replay QSA indexer fixtures (qsa-fixture/1)"};
     app.require_subcommand(1);
+#ifdef QSA_GPU_TOOL
+    std::string const defaultImpl = "gpu"; // the implementation under test, never silently the reference
+    std::string implLib;
+    app.add_option("--impl-lib", implLib,
+                   "the shared library under test (the kit's build, --//api:impl=//api:loaded; default "
+                   "$QSA_IMPL_LIB)");
+#else
+    std::string const defaultImpl = "reference";
+#endif
 
-    std::string runImpl = "reference", runDir, runOut;
+    std::string runImpl = defaultImpl, runDir, runOut;
     auto* run = app.add_subcommand("run", "run an implementation on a fixture, write its outputs as .npy");
-    run->add_option("--impl", runImpl, "reference or gpu")->check(CLI::IsMember({"reference", "gpu"}));
+    run->add_option("--impl", runImpl, "reference or gpu (default " + defaultImpl + ")")
+        ->check(CLI::IsMember({"reference", "gpu"}));
     run->add_option("dir", runDir, "fixture directory")->required();
     run->add_option("--out", runOut, "output directory")->required();
 
@@ -419,12 +434,13 @@ int main(int argc, char** argv) {
     diff->add_option("a", diffA)->required();
     diff->add_option("b", diffB)->required();
 
-    std::string replayImpl = "reference", replayProfile, replayEpsR, replayOutputs;
+    std::string replayImpl = defaultImpl, replayProfile, replayEpsR, replayOutputs;
     std::vector<std::string> replayDirs;
     bool verbose = true;
     auto* rep = app.add_subcommand("replay", "replay fixture directories; one line per fixture");
     auto* repImpl =
-        rep->add_option("--impl", replayImpl, "reference or gpu")->check(CLI::IsMember({"reference", "gpu"}));
+        rep->add_option("--impl", replayImpl, "reference or gpu (default " + defaultImpl + ")")
+            ->check(CLI::IsMember({"reference", "gpu"}));
     rep->add_option("--profile", replayProfile,
                     "ieee (bit for bit), fast (E1-E5 of contract section 9) or none; "
                     "default $QSA_PROFILE, else ieee")
@@ -491,6 +507,18 @@ int main(int argc, char** argv) {
         int rc = app.exit(e);
         return rc == 0 ? 0 : 2;
     }
+#ifdef QSA_GPU_TOOL
+    // Before any CUDA call (the library check forks): which implementation --impl=gpu runs, said once.
+    if ((*run && runImpl == "gpu") || (*rep && replayImpl == "gpu" && replayOutputs.empty())) {
+        qsa::api::ImplChoice const impl = qsa::api::chooseImpl(implLib);
+        if (!impl.error.empty()) {
+            std::cerr << "qsa: " << impl.error << "\n";
+            return 2;
+        }
+        std::cerr << "qsa: implementation under test: "
+                  << (impl.library.empty() ? impl.label : impl.library + " (" + impl.check + ")") << "\n";
+    }
+#endif
     try {
         if (*run)
             return cmdRun(runImpl, runDir, runOut);

@@ -21,6 +21,12 @@ extern "C" cudaError_t cudaRuntimeGetVersion(int* v) {
 }
 #endif
 
+#ifdef FAKE_STATIC_MARKERS
+// What nvcc's static runtime and fatbinary leave in a library whose runtime symbols are hidden.
+extern "C" __attribute__((used)) char const kFakeMarkers[] =
+    "libcudart_static_0123456789\0Cuda compilation tools, release 13.0, V13.0.88\nBuild cuda_13.0";
+#endif
+
 #ifdef FAKE_NEEDS_CUDART
 // cudaRuntimeGetVersion comes from the stub libcudart.so.N the test links.
 static int const kTouchRuntime = [] {
