@@ -47,5 +47,5 @@ SH
 chmod +x "$kit/certify" "$kit/impl_check" "$kit/qsa_gpu"
 cp "$repo/fixtures/cases" -r "$kit/fixtures"
 mkdir -p "$(dirname "$out")"
-tar -C "$stage" -cf - qsa-kit | xz -T"$(nproc)" -6 >"$out"
+tar -C "$stage" -cf - qsa-kit | xz -T"$(nproc)" -9 >"$out"
 echo "kit: $out ($(du -h "$out" | cut -f1)), $(grep -c '^tests' "$kit/MANIFEST") test binaries, $(grep -c '^tools' "$kit/MANIFEST") tools, commit $(cat "$kit/COMMIT")"

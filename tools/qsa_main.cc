@@ -418,6 +418,7 @@ int main(int argc, char** argv) {
     app.add_option("--impl-lib", implLib,
                    "the shared library under test (the kit's build, --//api:impl=//api:loaded; default "
                    "$QSA_IMPL_LIB)");
+    app.fallthrough(); // `qsa_gpu replay --impl-lib LIB DIR`: the option may follow the subcommand
 #else
     std::string const defaultImpl = "reference";
 #endif
