@@ -493,9 +493,12 @@ std::string renderMarkdown(json const& cert) {
     json const levels = cert.value("levels", json::object()); // items() must not outlive it
     for (auto const& [level, v] : levels.items()) {
         json const profiles = v.value("profiles", json::object());
-        for (auto const& [profile, c] : profiles.items()) {
-            md << "- " << level << ", profile " << profile << ": " << c.value("verdict", "?") << ", "
-               << c.value("passed_checks", 0) << "/" << c.value("judged_checks", 0) << " checks pass\n";
+        for (char const* profile : kProfiles) {
+            json const c = profiles.value(profile, json::object());
+            md << "- " << level << ", profile " << profile << ": " << c.value("verdict", "?");
+            if (c.value("judged_checks", 0) > 0)
+                md << ", " << c.value("passed_checks", 0) << "/" << c.value("judged_checks", 0) << " checks pass";
+            md << "\n";
             for (auto const& f : c.value("failing", json::array()))
                 md << "  - FAIL: " << f.get<std::string>() << "\n";
             for (auto const& f : c.value("not_judged", json::array()))
