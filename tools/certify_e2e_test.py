@@ -1,19 +1,22 @@
 """//tools:certify end to end without a GPU: the built binary in --cpu-dry-run mode against fake children.
 
 The fakes are bash scripts this test writes under --bin-dir, each doing one thing per property, fixture test
-or fake GPU (pass, fail like RapidCheck, crash, hang, bad exit, no JSON, exhaustive mismatches). Asserted are
-the verdicts of certificate.json (read by //python:qsa_fixture's strict reader) and certify's exit code (0
-PASS, 1 FAIL, 2 setup error, 3 refused), never a time: the one child meant to time out never ends, and the
+or fake GPU (pass, fail like RapidCheck, crash, hang, bad exit, no JSON, exhaustive mismatches); certify launches
+each through tools/engine.sh (installed as --bin-dir/tools/engine.sh), as run_all.sh does. Asserted are the
+verdicts of certificate.json (read by //python:qsa_fixture's strict reader), its summary and certify's exit code
+(0 PASS, 1 FAIL, 2 setup error, 3 refused), never a time: the one child meant to time out never ends, and the
 --time-limit case has a first job that outlasts the limit. Levels come from checks/registry.tsv.
 
-Run by hand: python3 tools/certify_e2e_test.py bazel-bin/tools/certify
+Run by hand: python3 tools/certify_e2e_test.py bazel-bin/tools/certify tools/engine.sh
 """
 import os
+import re
 import shutil
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -30,6 +33,8 @@ LISTED = {
     "padding_test": ["Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "Padding.InvalidDecodeRowsAreInert",
                      "Padding.ContextLengthsOutsideRangeActClamped"],
 }
+# The fake "hang" property's two sleeps (seconds; distinct, so the test can look for them among the processes).
+HANG_SLEEPS = ["613.25", "614.25"]
 EXHAUSTIVE_CHECKS = ["bf16_to_float", "float_to_bf16", "float_to_half", "half_to_float", "rsqrt_rn"]
 LEVELS = ["core", "hardened"]
 # Contract section 9: profile-fast checks, one of each level, and the coverage line of the core one (common form:
@@ -82,8 +87,16 @@ def property_behaviour(check_id, what):
         "fail": [write([rapidcheck_failure(check_id, 3)]), "exit 1"],
         "fail_exit0": [write([rapidcheck_failure(check_id, 5)]), "exit 0"],  # the JSON says failed, the exit code 0
         "crash": [write([]), "kill -SEGV $$"],  # the JSON already says passed, then signal 11
-        # the JSON already says passed, then never ends; its child `sleep` holds the output pipe
-        "hang": [write([]), "sleep 600"],
+        # the JSON already says passed, then never ends; a grandchild in the background and a child in the
+        # foreground hold the log (the engine must kill the whole process group)
+        "hang": [write([]), f"sleep {HANG_SLEEPS[0]} &", f"sleep {HANG_SLEEPS[1]}"],
+        # passes only when launched as the engine launches a test: a fresh TEST_TMPDIR (also TMPDIR), the
+        # undeclared-outputs directory, certify's RC_PARAMS, and the declared env of the bundle's ENV file set last
+        "pass_declared": ['[[ -d $TEST_TMPDIR && $TMPDIR == "$TEST_TMPDIR" && -d $TEST_UNDECLARED_OUTPUTS_DIR ]] || '
+                          '{ echo "not launched as bazel test launches it"; exit 5; }',
+                          '[[ $QSA_DECLARED == from-env-file && $QSA_BUDGET_SCALE == 7 && $RC_PARAMS == *seed=* ]] || '
+                          '{ echo "declared env: QSA_DECLARED=$QSA_DECLARED QSA_BUDGET_SCALE=$QSA_BUDGET_SCALE"; exit 6; }',
+                          f"echo 'QSA_SEED {check_id} base=1 shard=0/1 seed=2 cases=17 of 17'", write([]), "exit 0"],
         "bad_exit": [write([]), "exit 3"],  # the JSON says passed, the exit code is 3
         "no_json": ["exit 0"],  # exit 0 and no gtest JSON at all (e.g. the filter matched nothing)
     }[what]
@@ -227,15 +240,17 @@ def certify_exe(tmp_path_factory):
 
 @pytest.fixture
 def work(tmp_path, certify_exe):
+    """Runs certify against the fakes of bindir, with tools/engine.sh installed there (the --bin-dir place)."""
     bindir = tmp_path / "bin"
-    bindir.mkdir()
+    (bindir / "tools").mkdir(parents=True)
+    shutil.copy(os.environ["CERTIFY_E2E_ENGINE"], bindir / "tools" / "engine.sh")
 
-    def run(*args, env=None, expect_certificate=True):
+    def run(*args, env=None, expect_certificate=True, exe=certify_exe):
         ran = tmp_path / "ran.log"
         out = tmp_path / "cert"
         e = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "FAKE_RAN": str(ran)}
         e.update(env or {})
-        cmd = [certify_exe, "--cpu-dry-run", f"--bin-dir={bindir}", f"--out={out}", "--progress=none", *args]
+        cmd = [exe, "--cpu-dry-run", f"--bin-dir={bindir}", f"--out={out}", "--progress=none", *args]
         p = subprocess.run(cmd, env=e, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            timeout=300, check=False)
         output = p.stdout.decode("utf-8", "replace")
@@ -247,6 +262,9 @@ def work(tmp_path, certify_exe):
                 cert = strict_json.loads(f.read(), str(path))
         r = Run(p.returncode, output, cert, sorted(ran.read_text().split()) if ran.exists() else [], out)
         assert (cert is not None) == expect_certificate, r
+        # The listing children's temporary logs (and their outputs directories) are gone.
+        left = sorted(x for x in os.listdir(tmp_path) if x.startswith("certify-child-"))
+        assert left == [], f"certify left in TMPDIR: {left}"
         return r
 
     run.bindir = str(bindir)
@@ -444,7 +462,9 @@ def test_failures_fail_their_property_gpu_and_level(work):
     for check_id in ["Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "Padding.InvalidDecodeRowsAreInert",
                      "Layout.PrefillRowsObeyK4", "Layout.DecodeRowsObeyK4"]:
         assert_never_pass(r, check_id, gpu=2)
+    # The engine's verdict (run_all.sh's crash(SEGV)), the signal named.
     assert "signal 11" in props["Padding.PaddedRowsAllMinusOneAndPoisonIgnored"]["exit"], props
+    assert "crash(SEGV)" in props["Padding.PaddedRowsAllMinusOneAndPoisonIgnored"]["exit"], props
     assert props["Padding.InvalidDecodeRowsAreInert"]["exit"] == "exit 3", props
     assert props["Padding.ContextLengthsOutsideRangeActClamped"]["verdict"] == "PASS", props
     assert r.level("core")["verdict"] == "FAIL" and r.level("hardened")["verdict"] == "FAIL", r.cert["levels"]
@@ -474,8 +494,24 @@ def test_property_missing_from_registry_is_run_and_fails(work):
     assert r.cert["certified"] == [], r.cert["certified_line"]
 
 
+def sleeps_alive():
+    """The fake hang's sleeps still running (their command lines, from /proc)."""
+    alive = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if args[:1] == [b"sleep"] and args[1:2] and args[1].decode() in HANG_SLEEPS:
+            alive.append(" ".join(a.decode() for a in args if a))
+    return alive
+
+
 def test_timed_out_property_is_a_failure(work):
-    """(c) a child that never ends is killed after --child-timeout and FAILS (its JSON said passed)."""
+    """(c) a child that never ends is killed after --child-timeout, with its process group (a grandchild in the
+    background, a child in the foreground), and FAILS (its JSON said passed)."""
+    assert sleeps_alive() == [], sleeps_alive()
     all_pass(work.bindir, [3])
     fake_property_binary(work.bindir, "padding_test", {"Padding.InvalidDecodeRowsAreInert": "hang"},
                          listed=["Padding.InvalidDecodeRowsAreInert"])
@@ -483,6 +519,12 @@ def test_timed_out_property_is_a_failure(work):
     assert_failed_overall(r)
     assert_never_pass(r, "Padding.InvalidDecodeRowsAreInert")
     assert "timed out" in r.properties()["Padding.InvalidDecodeRowsAreInert"]["exit"], r.properties()
+    assert "engine: timeout" in r.properties()["Padding.InvalidDecodeRowsAreInert"]["exit"], r.properties()
+    for _ in range(40):  # SIGTERM reached the whole group; give the kernel a moment to reap them
+        if not sleeps_alive():
+            break
+        time.sleep(0.05)
+    assert sleeps_alive() == [], f"left running after certify ended: {sleeps_alive()}"
     assert r.level("core")["verdict"] == "NONE RUN", r.cert["levels"]  # nothing of it ran
     assert r.cert["certified_line"] == ("certified: none; not certified: core (no check judged), hardened (1 check "
                                         "fails)"), r.cert["certified_line"]
@@ -575,22 +617,52 @@ def test_time_limit_leaving_jobs_unrun_never_passes(work):
 
 # ---- setup errors and refusals: a documented exit code, no certificate ------------------------------------
 
-@pytest.mark.parametrize("case,rc", [("listing fails", 2), ("binary missing", 2), ("no SASS", 3)])
+@pytest.mark.parametrize("case,rc", [("listing fails", 2), ("binary missing", 2), ("engine missing", 2),
+                                     ("no SASS", 3)])
 def test_setup_errors_and_refusals(work, case, rc):
-    """Exit 2 when a property binary cannot list its properties or is missing; 3 when the GPU has no SASS
-    (nothing runs)."""
+    """Exit 2 when a property binary cannot list its properties or is missing, or when tools/engine.sh (which
+    launches every child) is nowhere; 3 when the GPU has no SASS (nothing runs)."""
     all_pass(work.bindir, [2])
     if case == "listing fails":
         install(work.bindir, "properties/layout_test", ["echo 'cannot list'", "exit 1"])
+    if case == "engine missing":
+        os.remove(os.path.join(work.bindir, "tools", "engine.sh"))
     args = {"binary missing": ["--contracts=3"], "no SASS": ["--contracts=2", "--fake-sm=70"]}
     r = work(*args.get(case, ["--contracts=2"]), expect_certificate=False)
     assert r.rc == rc, r
-    if case == "no SASS":
+    if case in ("no SASS", "engine missing"):
         assert r.ran == [], r.ran
+    if case == "engine missing":
+        assert re.search(r"^certify: tools/engine.sh \(the launcher of every child\) not found", r.output, re.M), r
+
+
+def test_bundle_declared_env_is_set_last(work, certify_exe, tmp_path):
+    """certify as it runs from a GPU bundle (MANIFEST and COMMIT beside it, engine.sh at its root as gpu_bundle.sh
+    puts it, none in --bin-dir): the engine sets each child's declared env from the bundle's ENV file, last (over
+    certify's own QSA_BUDGET_SCALE), as run_all.sh does; a child not named there gets none of it."""
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    exe = shutil.copy(certify_exe, bundle / "certify")
+    shutil.move(os.path.join(work.bindir, "tools", "engine.sh"), bundle / "engine.sh")
+    (bundle / "MANIFEST").write_text("tests properties/layout_test\n")
+    (bundle / "COMMIT").write_text("fake-commit\n")
+    (bundle / "ENV").write_text("properties/layout_test QSA_DECLARED=from-env-file\n"
+                                "properties/layout_test QSA_BUDGET_SCALE=7\n")
+    all_pass(work.bindir, [2, 3])
+    fake_property_binary(work.bindir, "layout_test", {i: "pass_declared" for i in LISTED["layout_test"]})
+    fake_property_binary(work.bindir, "padding_test", {i: "pass_declared" for i in LISTED["padding_test"]})
+    r = work("--contracts=2,3", "--no-replay", "--no-exhaustive", exe=str(exe))
+    assert r.cert["git"] == {"commit": "fake-commit", "source": "bundle"}, r.cert["git"]
+    verdicts = {i: p["verdict"] for i, p in r.properties().items()}
+    assert verdicts == {**{i: "PASS" for i in LISTED["layout_test"]}, **{i: "FAIL" for i in LISTED["padding_test"]}}, \
+        verdicts
+    assert all(p["exit"] == "exit 6" for i, p in r.properties().items() if i in LISTED["padding_test"]), \
+        r.properties()
 
 
 if __name__ == "__main__":
     os.environ["CERTIFY_E2E_BINARY"] = os.path.abspath(sys.argv[1])
+    os.environ["CERTIFY_E2E_ENGINE"] = os.path.abspath(sys.argv[2])
     base = os.path.join(os.environ.get("TEST_TMPDIR") or tempfile.mkdtemp(prefix="certify_e2e_"), "pytest")
     sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", f"--basetemp={base}", os.path.abspath(__file__)] +
-                         sys.argv[2:]))
+                         sys.argv[3:]))
