@@ -167,8 +167,9 @@ ChildResult runChild(ChildSpec const& spec, std::function<void(std::string const
         setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         int const devNull = open("/dev/null", O_RDONLY);
-        if (devNull >= 0) {
+        if (devNull > 0) {
             dup2(devNull, 0);
+            close(devNull);
         }
         dup2(fds[1], 1);
         dup2(fds[1], 2);
