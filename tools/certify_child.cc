@@ -1,63 +1,144 @@
-// Child processes of certify (see certify_plan.h): fork + execve with a prepared environment, output through a pipe.
+// Child processes of certify (see certify_plan.h): each launched, timed out and judged by tools/engine.sh, the
+// launcher run_all.sh and run_mutants.sh source, run as `bash engine.sh run [--declared ENV PATH] LOG TIMEOUT DIR
+// KEY=VALUE... -- EXE ARGS...`. certify forks and execs bash with its own environment less ChildSpec::unset,
+// reads the child's lines from LOG as it grows, and maps the engine's outcome line ("engine: outcome=... rc=...")
+// to a ChildResult. It kills nothing itself but the engine, and that only as a last resort: when the engine has not
+// ended 60 s after its own timeout and SIGKILL (a child stuck in the driver), so that certify still writes its
+// certificate.
 #include "tools/certify_plan.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <regex>
 
 extern char** environ;
 
 namespace qsa {
 namespace certify {
 
+namespace fs = std::filesystem;
+
 std::string ChildResult::describe() const {
     if (!started) {
         return "did not start: " + error;
     }
     if (timedOut) {
-        return "timed out (killed)";
+        return "timed out (killed; engine: " + (outcome.empty() ? std::string("no outcome") : outcome) + ")";
     }
     if (signal != 0) {
-        return "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
+        return "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + "; engine: " + outcome + ")";
     }
     return "exit " + std::to_string(exitCode);
 }
 
+namespace {
+
+// bash, from certify's PATH (execve takes no search), else /bin/bash.
+std::string bashPath() {
+    static std::string const path = [] {
+        std::string const dirs = envOr("PATH", "/usr/bin:/bin");
+        size_t b = 0;
+        while (b <= dirs.size()) {
+            size_t const e = std::min(dirs.find(':', b), dirs.size());
+            std::string const p = (e > b ? dirs.substr(b, e - b) : std::string(".")) + "/bash";
+            if (access(p.c_str(), X_OK) == 0) {
+                return p;
+            }
+            b = e + 1;
+        }
+        return std::string("/bin/bash");
+    }();
+    return path;
+}
+
+// "engine: outcome=crash(SEGV) rc=139 ms=12" -> outcome, rc.
+bool parseOutcome(std::string const& text, std::string& outcome, int& rc) {
+    static std::regex const re("(^|\n)engine: outcome=(\\S+) rc=([0-9]+) ms=[0-9]+");
+    std::smatch m;
+    if (!std::regex_search(text, m, re)) {
+        return false;
+    }
+    outcome = m[2].str();
+    rc = std::stoi(m[3].str());
+    return true;
+}
+
+} // namespace
+
 ChildResult runChild(ChildSpec const& spec, std::function<void(std::string const&)> const& onLine) {
     ChildResult r;
-    // Everything the child needs is built before fork: after it only async-signal-safe calls are made.
-    std::map<std::string, std::string> env;
+    if (spec.engine.empty()) {
+        r.error = "tools/engine.sh not found (--bin-dir/tools, runfiles or the bundle root)";
+        return r;
+    }
+    // The log: the caller's, or a temporary one (removed with its .outputs directory afterwards). Created empty
+    // and opened for reading before the engine starts: the engine truncates the same file, certify reads it as it
+    // grows.
+    std::string log = spec.logPath;
+    bool const tempLog = log.empty();
+    if (tempLog) {
+        std::string tmpl = (fs::path(envOr("TMPDIR", "/tmp")) / "certify-child-XXXXXX.log").string();
+        int const fd = mkstemps(tmpl.data(), 4);
+        if (fd < 0) {
+            r.error = "cannot create a temporary log " + tmpl + ": " + std::strerror(errno);
+            return r;
+        }
+        close(fd);
+        log = tmpl;
+    } else if (FILE* f = std::fopen(log.c_str(), "w")) {
+        std::fclose(f);
+    }
+    int const logFd = open(log.c_str(), O_RDONLY | O_CLOEXEC);
+    if (logFd < 0) {
+        r.error = "cannot open the log " + log + ": " + std::strerror(errno);
+        return r;
+    }
+    auto removeTemp = [&] {
+        if (tempLog) {
+            std::error_code ec;
+            fs::remove(log, ec);
+            fs::remove_all(log.substr(0, log.size() - 4) + ".outputs", ec);
+        }
+    };
+
+    // Everything the engine needs is built before fork: after it only async-signal-safe calls are made.
+    std::vector<std::string> envStrings;
     for (char** e = environ; *e != nullptr; ++e) {
         std::string const kv = *e;
         size_t const eq = kv.find('=');
-        if (eq != std::string::npos) {
-            env[kv.substr(0, eq)] = kv.substr(eq + 1);
+        if (eq != std::string::npos &&
+            std::find(spec.unset.begin(), spec.unset.end(), kv.substr(0, eq)) == spec.unset.end()) {
+            envStrings.push_back(kv);
         }
-    }
-    for (std::string const& k : spec.unset) {
-        env.erase(k);
-    }
-    for (auto const& [k, v] : spec.env) {
-        env[k] = v;
-    }
-    std::vector<std::string> envStrings;
-    for (auto const& [k, v] : env) {
-        envStrings.push_back(k + "=" + v);
     }
     std::vector<char*> envp;
     for (std::string& s : envStrings) {
         envp.push_back(s.data());
     }
     envp.push_back(nullptr);
-    std::vector<std::string> argStrings = {spec.exe};
+    char limit[32];
+    std::snprintf(limit, sizeof(limit), "%.3f", spec.timeoutSeconds);
+    std::vector<std::string> argStrings = {bashPath(), spec.engine.string(), "run"};
+    if (!spec.declaredEnvFile.empty()) {
+        argStrings.insert(argStrings.end(), {"--declared", spec.declaredEnvFile, spec.declaredEnvPath});
+    }
+    argStrings.insert(argStrings.end(), {log, limit, spec.runfiles});
+    for (auto const& [k, v] : spec.env) {
+        argStrings.push_back(k + "=" + v);
+    }
+    argStrings.push_back("--");
+    argStrings.push_back(spec.exe);
     argStrings.insert(argStrings.end(), spec.args.begin(), spec.args.end());
     std::vector<char*> argv;
     for (std::string& s : argStrings) {
@@ -68,6 +149,8 @@ ChildResult runChild(ChildSpec const& spec, std::function<void(std::string const
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
         r.error = std::string("pipe: ") + std::strerror(errno);
+        close(logFd);
+        removeTemp();
         return r;
     }
     pid_t const pid = fork();
@@ -75,37 +158,59 @@ ChildResult runChild(ChildSpec const& spec, std::function<void(std::string const
         r.error = std::string("fork: ") + std::strerror(errno);
         close(fds[0]);
         close(fds[1]);
+        close(logFd);
+        removeTemp();
         return r;
     }
     if (pid == 0) {
-        // Its own process group, so that a timeout kills whatever it started too; killed if certify dies.
+        // The engine in its own process group (the last resort below kills it); killed if certify dies.
         setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int const devNull = open("/dev/null", O_RDONLY);
+        if (devNull > 0) {
+            dup2(devNull, 0);
+            close(devNull);
+        }
         dup2(fds[1], 1);
         dup2(fds[1], 2);
-        if (!spec.cwd.empty() && chdir(spec.cwd.c_str()) != 0) {
-            _exit(126);
-        }
         execve(argv[0], argv.data(), envp.data());
-        char const msg[] = "certify: execve failed\n";
+        char const msg[] = "certify: execve of bash failed\n";
         ssize_t ignored = write(2, msg, sizeof(msg) - 1);
         (void)ignored;
         _exit(127);
     }
-    setpgid(pid, pid); // as the child does: whichever runs first, the group exists before a timeout
+    setpgid(pid, pid);
     close(fds[1]);
     r.started = true;
-    std::ofstream log;
-    if (!spec.logPath.empty()) {
-        log.open(spec.logPath, std::ios::binary);
-    }
-    auto const deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(spec.timeoutSeconds * 1e3));
-    std::string pending;
+    // The engine's own output (its outcome line, or why it could not run) from the pipe; the child's from the log.
+    std::string engineOut, pending;
     char buf[65536];
+    auto readLog = [&] {
+        for (;;) {
+            ssize_t const n = read(logFd, buf, sizeof(buf));
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n <= 0) {
+                return;
+            }
+            r.output.append(buf, static_cast<size_t>(n));
+            pending.append(buf, static_cast<size_t>(n));
+            size_t nl;
+            while ((nl = pending.find('\n')) != std::string::npos) {
+                onLine(pending.substr(0, nl));
+                pending.erase(0, nl + 1);
+            }
+        }
+    };
+    // The engine sends SIGTERM at the timeout and SIGKILL 10 s later; 60 s more and certify gives up on it.
+    auto const lastResort = std::chrono::steady_clock::now() +
+                            std::chrono::milliseconds(static_cast<long long>((spec.timeoutSeconds + 70) * 1e3));
+    bool abandoned = false;
     for (;;) {
         pollfd p{fds[0], POLLIN, 0};
-        int const pr = poll(&p, 1, 500);
+        int const pr = poll(&p, 1, 200);
+        readLog();
         if (pr < 0 && errno != EINTR) {
             break;
         }
@@ -115,39 +220,44 @@ ChildResult runChild(ChildSpec const& spec, std::function<void(std::string const
                 continue;
             }
             if (n <= 0) {
-                break; // EOF: the child closed its output (exited)
+                break; // EOF: the engine ended
             }
-            r.output.append(buf, static_cast<size_t>(n));
-            if (log) {
-                log.write(buf, n);
-                log.flush();
-            }
-            pending.append(buf, static_cast<size_t>(n));
-            size_t nl;
-            while ((nl = pending.find('\n')) != std::string::npos) {
-                onLine(pending.substr(0, nl));
-                pending.erase(0, nl + 1);
-            }
+            engineOut.append(buf, static_cast<size_t>(n));
         }
-        if (!r.timedOut && std::chrono::steady_clock::now() > deadline) {
-            r.timedOut = true;
+        if (!abandoned && std::chrono::steady_clock::now() > lastResort) {
+            abandoned = true;
             kill(-pid, SIGKILL);
         }
-    }
-    if (!pending.empty()) {
-        onLine(pending);
     }
     close(fds[0]);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (WIFEXITED(status)) {
-        r.exitCode = WEXITSTATUS(status);
-    } else if (WIFSIGNALED(status)) {
-        r.signal = WTERMSIG(status);
+    readLog();
+    if (!pending.empty()) {
+        onLine(pending);
     }
-    if (r.exitCode == 127 || r.exitCode == 126) {
-        r.error = "could not execute " + spec.exe + (r.exitCode == 126 ? " (chdir " + spec.cwd + " failed)" : "");
+    close(logFd);
+    removeTemp();
+
+    int rc = -1;
+    if (abandoned) {
+        r.timedOut = true;
+        r.error = "tools/engine.sh did not end 60 s after killing the child; killed";
+    } else if (!parseOutcome(engineOut, r.outcome, rc)) {
+        r.started = false;
+        r.error = "tools/engine.sh gave no outcome (" +
+                  (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status)) : std::string("killed")) +
+                  "): " + engineOut.substr(0, 2000);
+    } else if (r.outcome == "timeout") {
+        r.timedOut = true;
+    } else if (r.outcome.rfind("crash", 0) == 0) {
+        r.signal = rc - 128;
+    } else {
+        r.exitCode = rc;
+        if (rc == 126 || rc == 127) {
+            r.error = "could not execute " + spec.exe;
+        }
     }
     return r;
 }

@@ -171,14 +171,22 @@ std::optional<Options> parseArgs(int argc, char const* const* argv, std::string 
 
 // Fills every "verdict" of a certificate from its leaves (property verdicts, exhaustive check mismatches, child
 // errors, suites): PASS only when everything judged passed and nothing is missing. A property or test whose check
-// QSA_LEVELS / QSA_PROFILE did not select has verdict NOT_JUDGED and never counts as a pass. Also fills
-// cert["levels"]: per group of contract section 8 (core, hardened, ieee differential, fast differential) its
-// verdict (PASS, FAIL, NOT JUDGED or NONE RUN), the failing checks and those not judged, and cert["verdict_line"],
-// e.g. "core: PASS, hardened: FAIL (3 checks), ieee differential: NOT JUDGED, fast differential: PASS (judged
-// 1.2M elements, 0.3% rows ambiguous, eps_r 2^-21)". The fast group sums the QSA_FAST lines (property / test
-// "fast" arrays) of its judged checks; a judged fast check that passed without its QSA_FAST line FAILS (section
-// 9.2: a fast check reports what it judged, so it never passes vacuously), and so does a group that judged no
-// element at all.
+// QSA_LEVELS / QSA_PROFILE did not select has verdict NOT_JUDGED and never counts as a pass.
+// Every check (a property, a registered test, the exhaustive checks; once per GPU) is counted once, under its
+// level (contract section 8) and inside it under its profile (Certify.SassCarried and a suite that did not run
+// count only when they fail): cert["levels"]["core" | "hardened"] holds the level's verdict (PASS, FAIL, NOT JUDGED
+// when QSA_LEVELS left it out, NONE RUN when no check of it was judged), its checks judged / passed / failed, per
+// profile (none, ieee, fast) the same with the failing and not
+// judged checks by name, and the sums of its fast checks' QSA_FAST lines. A judged fast check that passed without
+// its QSA_FAST line FAILS (section 9.2: a fast check reports what it judged, so it never passes vacuously), and so
+// does a level whose fast checks judged no element at all. The fixture replay's tests (each several checks) count
+// the checks they fail under their levels; the tests themselves in cert["fixture_replay"]. cert["summary"]: lines,
+//   certified: core (profiles none, fast); not certified: hardened (14 checks fail)
+//   core: PASS (profile none 40/40, fast 8/8 checks, 436.2M elements judged at eps_r 2^-21; ieee not judged)
+//   hardened: FAIL (14 checks: 10 profile none, 4 fast; ieee not judged)
+//   fixture replay: 33/33 fixture tests pass
+// the first also as cert["certified_line"] and the certified levels as cert["certified"]: a level is certified
+// only when it was selected, judged at least one check and every check of it passed.
 void computeVerdicts(nlohmann::json& cert);
 
 // certificate.json text: sorted keys, 2-space indent, trailing newline.

@@ -1,19 +1,22 @@
 """//tools:certify end to end without a GPU: the built binary in --cpu-dry-run mode against fake children.
 
 The fakes are bash scripts this test writes under --bin-dir, each doing one thing per property, fixture test
-or fake GPU (pass, fail like RapidCheck, crash, hang, bad exit, no JSON, exhaustive mismatches). Asserted are
-the verdicts of certificate.json (read by //python:qsa_fixture's strict reader) and certify's exit code (0
-PASS, 1 FAIL, 2 setup error, 3 refused), never a time: the one child meant to time out never ends, and the
+or fake GPU (pass, fail like RapidCheck, crash, hang, bad exit, no JSON, exhaustive mismatches); certify launches
+each through tools/engine.sh (installed as --bin-dir/tools/engine.sh), as run_all.sh does. Asserted are the
+verdicts of certificate.json (read by //python:qsa_fixture's strict reader), its summary and certify's exit code
+(0 PASS, 1 FAIL, 2 setup error, 3 refused), never a time: the one child meant to time out never ends, and the
 --time-limit case has a first job that outlasts the limit. Levels come from checks/registry.tsv.
 
-Run by hand: python3 tools/certify_e2e_test.py bazel-bin/tools/certify
+Run by hand: python3 tools/certify_e2e_test.py bazel-bin/tools/certify tools/engine.sh
 """
 import os
+import re
 import shutil
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -30,21 +33,23 @@ LISTED = {
     "padding_test": ["Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "Padding.InvalidDecodeRowsAreInert",
                      "Padding.ContextLengthsOutsideRangeActClamped"],
 }
+# The fake "hang" property's two sleeps (seconds; distinct, so the test can look for them among the processes).
+HANG_SLEEPS = ["613.25", "614.25"]
 EXHAUSTIVE_CHECKS = ["bf16_to_float", "float_to_bf16", "float_to_half", "half_to_float", "rsqrt_rn"]
-GROUPS = ["core", "hardened", "ieee differential"]  # judged under the default QSA_PROFILE=ieee
-# Contract section 9: a profile-fast check (its registry row is the lead's; the fast case skips without it) and
-# its coverage line (common form: QSA_FAST <id> judged_elements= unjudged_elements= judged_rows= ambiguous_rows=
-# eps_r=).
+LEVELS = ["core", "hardened"]
+# Contract section 9: profile-fast checks, one of each level, and the coverage line of the core one (common form:
+# QSA_FAST <id> judged_elements= unjudged_elements= judged_rows= ambiguous_rows= eps_r=).
 FAST_ID = "DecodeStages.B1QPrepWithinFastEnclosure"
+HARD_FAST_ID = "DecodeStages.B1QPrepHostilePoolWithinFastEnclosure"
 FAST_LINE = (f"QSA_FAST {FAST_ID} judged_elements=1200000 unjudged_elements=40 judged_rows=3000 ambiguous_rows=9 "
              "eps_r=2^-21")
 
 
-def group_of(check_id):
-    """Contract section 8: every ieee-profile check is in "ieee differential", the others in their level."""
+def level_of(check_id):
+    """Contract section 8: (level, profile) of a check: each is counted under its level, with its profile."""
     info = levels.lookup(check_id)
     assert info.registered, f"the test's own fake lists {check_id}, which checks/registry.tsv lacks"
-    return info.profile + " differential" if info.profile in ("ieee", "fast") else info.level
+    return info.level, info.profile
 
 
 # ---- the fakes ------------------------------------------------------------------------------------------
@@ -82,8 +87,16 @@ def property_behaviour(check_id, what):
         "fail": [write([rapidcheck_failure(check_id, 3)]), "exit 1"],
         "fail_exit0": [write([rapidcheck_failure(check_id, 5)]), "exit 0"],  # the JSON says failed, the exit code 0
         "crash": [write([]), "kill -SEGV $$"],  # the JSON already says passed, then signal 11
-        # the JSON already says passed, then never ends; its child `sleep` holds the output pipe
-        "hang": [write([]), "sleep 600"],
+        # the JSON already says passed, then never ends; a grandchild in the background and a child in the
+        # foreground hold the log (the engine must kill the whole process group)
+        "hang": [write([]), f"sleep {HANG_SLEEPS[0]} &", f"sleep {HANG_SLEEPS[1]}"],
+        # passes only when launched as the engine launches a test: a fresh TEST_TMPDIR (also TMPDIR), the
+        # undeclared-outputs directory, certify's RC_PARAMS, and the declared env of the bundle's ENV file set last
+        "pass_declared": ['[[ -d $TEST_TMPDIR && $TMPDIR == "$TEST_TMPDIR" && -d $TEST_UNDECLARED_OUTPUTS_DIR ]] || '
+                          '{ echo "not launched as bazel test launches it"; exit 5; }',
+                          '[[ $QSA_DECLARED == from-env-file && $QSA_BUDGET_SCALE == 7 && $RC_PARAMS == *seed=* ]] || '
+                          '{ echo "declared env: QSA_DECLARED=$QSA_DECLARED QSA_BUDGET_SCALE=$QSA_BUDGET_SCALE"; exit 6; }',
+                          f"echo 'QSA_SEED {check_id} base=1 shard=0/1 seed=2 cases=17 of 17'", write([]), "exit 0"],
         "bad_exit": [write([]), "exit 3"],  # the JSON says passed, the exit code is 3
         "no_json": ["exit 0"],  # exit 0 and no gtest JSON at all (e.g. the filter matched nothing)
     }[what]
@@ -195,8 +208,24 @@ class Run:
     def suite(self, rel, gpu=0):
         return next(s for s in self.gpu(gpu)["suites"] if s["binary"] == rel)
 
-    def level(self, group):
-        return self.cert["levels"][group]
+    def level(self, level, profile=None):
+        return self.cert["levels"][level] if profile is None else self.cert["levels"][level]["profiles"][profile]
+
+    def summary_printed(self):
+        """certify's summary on stdout: from its "certify: certified: ..." line up to the next "certify:" line."""
+        lines = self.output.splitlines()
+        i = next(i for i, line in enumerate(lines) if line.startswith("certify: certified: "))
+        j = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("certify: "))
+        return [lines[i][len("certify: "):]] + [line.strip() for line in lines[i + 1:j]]
+
+    def assert_summary(self, expected):
+        """The summary, the same in certificate.json, on stdout and at the top of certificate.md."""
+        assert self.cert["summary"] == expected, (self.cert["summary"], expected)
+        assert self.cert["certified_line"] == expected[0], self.cert["certified_line"]
+        assert self.summary_printed() == expected, (self.summary_printed(), expected)
+        md = (self.out / "certificate.md").read_text()
+        top = "\n\n".join([md.split("\n")[0], "**" + expected[0] + "**", "\n".join("- " + x for x in expected[1:])])
+        assert md.startswith(top), (md[:len(top) + 200], top)
 
 
 @pytest.fixture(scope="session")
@@ -211,15 +240,17 @@ def certify_exe(tmp_path_factory):
 
 @pytest.fixture
 def work(tmp_path, certify_exe):
+    """Runs certify against the fakes of bindir, with tools/engine.sh installed there (the --bin-dir place)."""
     bindir = tmp_path / "bin"
-    bindir.mkdir()
+    (bindir / "tools").mkdir(parents=True)
+    shutil.copy(os.environ["CERTIFY_E2E_ENGINE"], bindir / "tools" / "engine.sh")
 
-    def run(*args, env=None, expect_certificate=True):
+    def run(*args, env=None, expect_certificate=True, exe=certify_exe):
         ran = tmp_path / "ran.log"
         out = tmp_path / "cert"
         e = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "FAKE_RAN": str(ran)}
         e.update(env or {})
-        cmd = [certify_exe, "--cpu-dry-run", f"--bin-dir={bindir}", f"--out={out}", "--progress=none", *args]
+        cmd = [exe, "--cpu-dry-run", f"--bin-dir={bindir}", f"--out={out}", "--progress=none", *args]
         p = subprocess.run(cmd, env=e, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            timeout=300, check=False)
         output = p.stdout.decode("utf-8", "replace")
@@ -231,25 +262,35 @@ def work(tmp_path, certify_exe):
                 cert = strict_json.loads(f.read(), str(path))
         r = Run(p.returncode, output, cert, sorted(ran.read_text().split()) if ran.exists() else [], out)
         assert (cert is not None) == expect_certificate, r
+        # The listing children's temporary logs (and their outputs directories) are gone.
+        left = sorted(x for x in os.listdir(tmp_path) if x.startswith("certify-child-"))
+        assert left == [], f"certify left in TMPDIR: {left}"
         return r
 
     run.bindir = str(bindir)
     return run
 
 
-def failing(r, group, gpu=None):
-    """The checks a level lists as failing, by id (each entry's first word: "<check> (GPU n)", "<check> in
-    <fixture test> (GPU n)"), sorted; only those of GPU `gpu` when given."""
-    return sorted(f.split()[0] for f in r.level(group)["failing"] if gpu is None or f"(GPU {gpu})" in f)
+def failing(r, level, profile=None, gpu=None):
+    """The checks a level (of that profile when given) lists as failing, by id (each entry's first word: "<check>
+    (GPU n)", "<check> in <fixture test> (GPU n)"), sorted; only those of GPU `gpu` when given."""
+    return sorted(f.split()[0] for f in r.level(level, profile)["failing"] if gpu is None or f"(GPU {gpu})" in f)
 
 
 def assert_never_pass(r, check_id, gpu=0):
-    """The property ran (or was due to) and FAILED: never PASS, never NOT_JUDGED; counted in its group."""
+    """The property ran (or was due to) and FAILED: never PASS, never NOT_JUDGED; counted once, in its level with
+    its profile, and in no other level or profile."""
     p = r.properties(gpu)[check_id]
     assert p["verdict"] == "FAIL", (check_id, p, r)
-    g = group_of(check_id)
-    assert check_id in failing(r, g, r.gpu(gpu)["index"]), (check_id, g, r.cert["levels"], r)
-    assert r.level(g)["verdict"] == "FAIL", (g, r.cert["levels"], r)
+    level, profile = level_of(check_id)
+    index = r.gpu(gpu)["index"]
+    assert check_id in failing(r, level, profile, index), (check_id, level, profile, r.cert["levels"], r)
+    for other in LEVELS:
+        for prof in ["none", "ieee", "fast"]:
+            if (other, prof) != (level, profile):
+                assert check_id not in failing(r, other, prof, index), (check_id, other, prof, r.cert["levels"])
+    assert r.level(level)["verdict"] == "FAIL", (level, r.cert["levels"], r)
+    assert level not in r.cert["certified"], r.cert["certified_line"]
 
 
 def assert_failed_overall(r):
@@ -268,10 +309,17 @@ def test_all_pass_gives_a_passing_certificate(work):
     assert r.cert["verdict"] == "PASS", r
     assert "certify: verdict PASS" in r.output, r
     assert r.cert["dry_run"] is True
-    for g in GROUPS:
-        assert r.level(g)["verdict"] == "PASS", (g, r.cert["levels"], r)
-        assert r.level(g)["failing"] == [] and r.level(g)["not_judged"] == [], (g, r.cert["levels"])
-        assert r.level(g)["judged_checks"] > 0, (g, r.cert["levels"])
+    for lv in LEVELS:
+        assert r.level(lv)["verdict"] == "PASS", (lv, r.cert["levels"], r)
+        assert r.level(lv)["failing"] == [], (lv, r.cert["levels"])
+        assert r.level(lv, "fast")["verdict"] == "NOT JUDGED", (lv, r.cert["levels"])  # QSA_PROFILE=ieee
+    # Two GPUs: core none = 2 Layout + 1 Padding, core ieee = 2 properties + the exhaustive checks; hardened none =
+    # 2 Padding, hardened ieee = 1 property; each on both GPUs.
+    r.assert_summary(["certified: core (profiles none, ieee), hardened (profiles none, ieee)",
+                      "core: PASS (profile none 6/6, ieee 6/6 checks; fast not judged)",
+                      "hardened: PASS (profile none 4/4, ieee 2/2 checks; fast not judged)",
+                      "fixture replay: 4/4 fixture tests pass"])
+    assert r.cert["certified"] == ["core", "hardened"], r.cert["certified"]
     expected = sorted(i for c in [1, 2, 3] for t in CONTRACT_BINARIES[c] for i in LISTED[t])
     for gi in (0, 1):
         gpu = r.gpu(gi)
@@ -294,19 +342,24 @@ def test_not_selected_is_not_judged_never_pass(work):
     read NOT_JUDGED / NOT JUDGED; the core level passes."""
     all_pass(work.bindir, [1, 2, 3])
     for test in ["differential_test", "decode_stages_test", "padding_test"]:
-        fake_property_binary(work.bindir, test, {i: ("pass" if group_of(i) == "core" else "fail")
+        fake_property_binary(work.bindir, test, {i: ("pass" if level_of(i) == ("core", "none") else "fail")
                                                  for i in LISTED[test]})
     fake_exhaustive(work.bindir, {"*": "mismatch"})
     r = work("--contracts=1,2,3", env={"QSA_LEVELS": "core", "QSA_PROFILE": "none"})
     assert r.rc == 0, r
     assert r.level("core")["verdict"] == "PASS", r.cert["levels"]
-    for g in ["hardened", "ieee differential"]:
-        assert r.level(g)["verdict"] == "NOT JUDGED", (g, r.cert["levels"])
-        assert r.level(g)["not_judged"], (g, r.cert["levels"])  # named, never passed
-    assert r.cert["verdict_line"] == ("core: PASS, hardened: NOT JUDGED, ieee differential: NOT JUDGED, "
-                                      "fast differential: NOT JUDGED"), r.cert
+    assert r.level("hardened")["verdict"] == "NOT JUDGED", r.cert["levels"]
+    assert r.level("hardened")["not_judged"], r.cert["levels"]  # named, never passed
+    for lv in LEVELS:
+        for prof in ["ieee", "fast"]:
+            assert r.level(lv, prof)["verdict"] == "NOT JUDGED", (lv, prof, r.cert["levels"])
+    assert "Exhaustive.Primitives (GPU 0)" in r.level("core", "ieee")["not_judged"], r.cert["levels"]
+    r.assert_summary(["certified: core (profile none); not certified: hardened (NOT JUDGED)",
+                      "core: PASS (profile none 3/3 checks; ieee, fast not judged)",
+                      "hardened: NOT JUDGED (QSA_LEVELS=core)",
+                      "fixture replay: 2/2 fixture tests pass"])
     for check_id, p in r.properties().items():
-        if group_of(check_id) == "core":
+        if level_of(check_id) == ("core", "none"):
             assert p["verdict"] == "PASS", p
         else:
             assert p["verdict"] == "NOT_JUDGED", p
@@ -320,10 +373,8 @@ def test_not_selected_is_not_judged_never_pass(work):
 
 def test_fast_profile_is_judged_from_qsa_fast_lines(work):
     """QSA_PROFILE=fast (contract section 9): certify passes it on to every child; fast and none checks are judged,
-    ieee ones are not; the fast group reads PASS with the summed QSA_FAST figures. The same fast check passing
-    WITHOUT its QSA_FAST line makes the group (and the certificate) FAIL: never a vacuous pass."""
-    if not levels.lookup(FAST_ID).registered:
-        pytest.skip(f"checks/registry.tsv has no row for {FAST_ID} yet (the profile-fast properties add it)")
+    ieee ones are not; core reads PASS with the summed QSA_FAST figures. The same fast check passing WITHOUT its
+    QSA_FAST line makes core (and the certificate) FAIL: never a vacuous pass."""
     listed = LISTED["decode_stages_test"] + [FAST_ID]
     all_pass(work.bindir, [1, 2, 3])
     fake_property_binary(work.bindir, "decode_stages_test", {FAST_ID: "pass_fast", listed[0]: "fail"}, listed)
@@ -331,10 +382,13 @@ def test_fast_profile_is_judged_from_qsa_fast_lines(work):
     fake_exhaustive(work.bindir, {"*": "mismatch"})  # ieee: not judged under fast
     r = work("--contracts=1,2,3", env={"QSA_PROFILE": "fast"})
     assert r.rc == 0, r
-    assert r.cert["verdict_line"] == ("core: PASS, hardened: PASS, ieee differential: NOT JUDGED, fast differential: "
-                                      "PASS (judged 1.2M elements, 0.3% rows ambiguous, eps_r 2^-21)"), r.cert
-    fast = r.level("fast differential")
-    assert fast["judged_checks"] == 1 and fast["fast"]["judged_elements"] == 1200000, fast
+    r.assert_summary(["certified: core (profiles none, fast), hardened (profile none)",
+                      "core: PASS (profile none 3/3, fast 1/1 checks, 1.2M elements judged at eps_r 2^-21; "
+                      "ieee not judged)",
+                      "hardened: PASS (profile none 2/2 checks; no fast check ran; ieee not judged)",
+                      "fixture replay: 2/2 fixture tests pass"])
+    fast = r.level("core", "fast")
+    assert fast["judged_checks"] == 1 and r.level("core")["fast"]["judged_elements"] == 1200000, r.cert["levels"]
     assert r.properties()[FAST_ID]["verdict"] == "PASS", r.properties()
     assert r.properties()[FAST_ID]["fast"] == [FAST_LINE], r.properties()[FAST_ID]
     assert r.properties()[listed[0]]["verdict"] == "NOT_JUDGED", r.properties()
@@ -342,9 +396,33 @@ def test_fast_profile_is_judged_from_qsa_fast_lines(work):
     fake_property_binary(work.bindir, "decode_stages_test", {FAST_ID: "pass", listed[0]: "fail"}, listed)
     r = work("--contracts=1,2,3", env={"QSA_PROFILE": "fast"})
     assert_failed_overall(r)
-    assert r.level("fast differential")["verdict"] == "FAIL", r.cert["levels"]
-    assert failing(r, "fast differential") == [FAST_ID], r.cert["levels"]
-    assert r.cert["verdict_line"].endswith("fast differential: FAIL (1 check)"), r.cert["verdict_line"]
+    assert r.level("core", "fast")["verdict"] == "FAIL", r.cert["levels"]
+    assert failing(r, "core", "fast") == [FAST_ID], r.cert["levels"]
+    assert r.cert["summary"][:2] == ["certified: hardened (profile none); not certified: core (1 check fails)",
+                                     "core: FAIL (1 check: 1 profile fast; ieee not judged)"], r.cert["summary"]
+
+
+def test_hardened_fast_failure_leaves_core_certified(work):
+    """The case that read like a numerics failure: under QSA_PROFILE=fast core passes (its fast check judged 1.2M
+    elements) while hardened fails, one check of profile none and one of profile fast: each counted under
+    hardened, with its profile; core is certified."""
+    listed = LISTED["decode_stages_test"] + [FAST_ID, HARD_FAST_ID]
+    all_pass(work.bindir, [1, 2, 3])
+    fake_property_binary(work.bindir, "decode_stages_test", {FAST_ID: "pass_fast", HARD_FAST_ID: "fail"}, listed)
+    fake_property_binary(work.bindir, "padding_test", {
+        "Padding.PaddedRowsAllMinusOneAndPoisonIgnored": "pass", "Padding.InvalidDecodeRowsAreInert": "fail",
+        "Padding.ContextLengthsOutsideRangeActClamped": "pass"})
+    r = work("--contracts=1,2,3", env={"QSA_PROFILE": "fast"})
+    assert_failed_overall(r)
+    assert_never_pass(r, HARD_FAST_ID)
+    assert_never_pass(r, "Padding.InvalidDecodeRowsAreInert")
+    r.assert_summary(["certified: core (profiles none, fast); not certified: hardened (2 checks fail)",
+                      "core: PASS (profile none 3/3, fast 1/1 checks, 1.2M elements judged at eps_r 2^-21; "
+                      "ieee not judged)",
+                      "hardened: FAIL (2 checks: 1 profile none, 1 fast; ieee not judged)",
+                      "fixture replay: 2/2 fixture tests pass"])
+    assert r.cert["certified"] == ["core"], r.cert["certified"]
+    assert r.level("core")["failing"] == [], r.cert["levels"]
 
 
 # ---- (b) failure paths ----------------------------------------------------------------------------------
@@ -365,7 +443,7 @@ def test_failures_fail_their_property_gpu_and_level(work):
     assert_failed_overall(r)
     assert [r.gpu(g)["verdict"] for g in range(3)] == ["PASS", "FAIL", "FAIL"], r
     assert all(p["verdict"] == "PASS" for p in r.properties(0).values()), r.properties(0)
-    assert failing(r, "core", 0) == [] and failing(r, "hardened", 0) == [], r.cert["levels"]
+    assert failing(r, "core", gpu=0) == [] and failing(r, "hardened", gpu=0) == [], r.cert["levels"]
     # GPU 1: RapidCheck counterexamples
     assert_never_pass(r, "Layout.DecodeRowsObeyK4", gpu=1)  # core
     assert_never_pass(r, "Padding.InvalidDecodeRowsAreInert", gpu=1)  # hardened
@@ -374,9 +452,9 @@ def test_failures_fail_their_property_gpu_and_level(work):
     assert any("QSA_CHECK_FAILED Layout.DecodeRowsObeyK4" in f
                for f in props["Layout.DecodeRowsObeyK4"]["failures"]), props
     assert props["Layout.PrefillRowsObeyK4"]["verdict"] == "PASS"
-    assert r.level("ieee differential")["verdict"] == "PASS", r.cert["levels"]  # the replay and exhaustive
-    assert failing(r, "core", 1) == ["Layout.DecodeRowsObeyK4"], r.cert["levels"]
-    assert failing(r, "hardened", 1) == ["Padding.InvalidDecodeRowsAreInert"], r.cert["levels"]
+    assert r.level("core", "ieee")["verdict"] == "PASS", r.cert["levels"]  # the exhaustive checks
+    assert failing(r, "core", gpu=1) == ["Layout.DecodeRowsObeyK4"], r.cert["levels"]
+    assert failing(r, "hardened", gpu=1) == ["Padding.InvalidDecodeRowsAreInert"], r.cert["levels"]
     verdicts = {c["binary"]: c["verdict"] for c in r.gpu(1)["contracts"]}
     assert verdicts == {"properties/layout_test": "FAIL", "properties/padding_test": "FAIL"}, verdicts
     # GPU 2: children that crash, exit non-zero or lie
@@ -384,7 +462,9 @@ def test_failures_fail_their_property_gpu_and_level(work):
     for check_id in ["Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "Padding.InvalidDecodeRowsAreInert",
                      "Layout.PrefillRowsObeyK4", "Layout.DecodeRowsObeyK4"]:
         assert_never_pass(r, check_id, gpu=2)
+    # The engine's verdict (run_all.sh's crash(SEGV)), the signal named.
     assert "signal 11" in props["Padding.PaddedRowsAllMinusOneAndPoisonIgnored"]["exit"], props
+    assert "crash(SEGV)" in props["Padding.PaddedRowsAllMinusOneAndPoisonIgnored"]["exit"], props
     assert props["Padding.InvalidDecodeRowsAreInert"]["exit"] == "exit 3", props
     assert props["Padding.ContextLengthsOutsideRangeActClamped"]["verdict"] == "PASS", props
     assert r.level("core")["verdict"] == "FAIL" and r.level("hardened")["verdict"] == "FAIL", r.cert["levels"]
@@ -409,10 +489,29 @@ def test_property_missing_from_registry_is_run_and_fails(work):
         assert r.properties()[check_id]["verdict"] == "NOT_JUDGED", r.properties()
     assert r.gpu()["verdict"] == "FAIL", r.gpu()
     assert r.level("core")["verdict"] == "NOT JUDGED", r.cert["levels"]
+    # No level of its own: counted once, in the level judged, profile none.
+    assert failing(r, "hardened", "none") == ["Layout.NotInRegistry"], r.cert["levels"]
+    assert r.cert["certified"] == [], r.cert["certified_line"]
+
+
+def sleeps_alive():
+    """The fake hang's sleeps still running (their command lines, from /proc)."""
+    alive = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if args[:1] == [b"sleep"] and args[1:2] and args[1].decode() in HANG_SLEEPS:
+            alive.append(" ".join(a.decode() for a in args if a))
+    return alive
 
 
 def test_timed_out_property_is_a_failure(work):
-    """(c) a child that never ends is killed after --child-timeout and FAILS (its JSON said passed)."""
+    """(c) a child that never ends is killed after --child-timeout, with its process group (a grandchild in the
+    background, a child in the foreground), and FAILS (its JSON said passed)."""
+    assert sleeps_alive() == [], sleeps_alive()
     all_pass(work.bindir, [3])
     fake_property_binary(work.bindir, "padding_test", {"Padding.InvalidDecodeRowsAreInert": "hang"},
                          listed=["Padding.InvalidDecodeRowsAreInert"])
@@ -420,7 +519,15 @@ def test_timed_out_property_is_a_failure(work):
     assert_failed_overall(r)
     assert_never_pass(r, "Padding.InvalidDecodeRowsAreInert")
     assert "timed out" in r.properties()["Padding.InvalidDecodeRowsAreInert"]["exit"], r.properties()
-    assert r.level("core")["verdict"] != "PASS", r.cert["levels"]  # nothing of it ran
+    assert "engine: timeout" in r.properties()["Padding.InvalidDecodeRowsAreInert"]["exit"], r.properties()
+    for _ in range(40):  # SIGTERM reached the whole group; give the kernel a moment to reap them
+        if not sleeps_alive():
+            break
+        time.sleep(0.05)
+    assert sleeps_alive() == [], f"left running after certify ended: {sleeps_alive()}"
+    assert r.level("core")["verdict"] == "NONE RUN", r.cert["levels"]  # nothing of it ran
+    assert r.cert["certified_line"] == ("certified: none; not certified: core (no check judged), hardened (1 check "
+                                        "fails)"), r.cert["certified_line"]
 
 
 def test_replay_failed_skipped_and_not_run_tests(work):
@@ -441,11 +548,14 @@ def test_replay_failed_skipped_and_not_run_tests(work):
     tests = {t["id"]: t for t in s["tests"]}
     assert {i: t["verdict"] for i, t in tests.items()} == {
         "Replay.a": "PASS", "Replay.b": "FAIL", "Replay.h": "FAIL", "Replay.c": "NOT_JUDGED"}, tests
-    assert failing(r, "core") == ["Fixture.Layout"], r.cert["levels"]  # each where its check's level says
-    assert failing(r, "ieee differential") == ["Fixture.Differential"], r.cert["levels"]
-    assert failing(r, "hardened") == ["Fixture.InvalidDecodeRows"], r.cert["levels"]
-    assert all(r.level(g)["verdict"] == "FAIL" for g in GROUPS), r.cert["levels"]
-    assert r.level("fast differential")["verdict"] == "NOT JUDGED", r.cert["levels"]  # QSA_PROFILE=ieee
+    assert failing(r, "core", "none") == ["Fixture.Layout"], r.cert["levels"]  # each where its check says
+    assert failing(r, "core", "ieee") == ["Fixture.Differential"], r.cert["levels"]
+    assert failing(r, "hardened", "none") == ["Fixture.InvalidDecodeRows"], r.cert["levels"]
+    assert all(r.level(lv)["verdict"] == "FAIL" for lv in LEVELS), r.cert["levels"]
+    assert all(r.level(lv, "fast")["verdict"] == "NOT JUDGED" for lv in LEVELS), r.cert["levels"]  # QSA_PROFILE=ieee
+    assert r.cert["fixture_replay"] == {"tests": 4, "passed": 1, "failed": 2, "not_judged": 1}, r.cert
+    assert r.cert["summary"][-1] == ("fixture replay: 1/3 fixture tests pass, 1 not judged (the checks they fail "
+                                     "are counted in their levels above)"), r.cert["summary"]
 
 
 @pytest.mark.parametrize("tests,exit_code,installed", [
@@ -469,7 +579,7 @@ def test_replay_that_did_not_run_properly_fails(work, tests, exit_code, installe
 
 def test_exhaustive_mismatches_fail_ieee(work):
     """Four fake GPUs, four ways of not being exact: a mismatch, a missing check, fewer inputs than expected,
-    no result file; each GPU FAILS, under "ieee differential"."""
+    no result file; each GPU FAILS, under core, profile ieee."""
     all_pass(work.bindir, [])
     fake_exhaustive(work.bindir, {"0": "mismatch", "1": "missing_check", "2": "short_inputs", "3": "no_json"})
     r = work("--exhaustive-only", "--fake-gpus=4")
@@ -478,9 +588,11 @@ def test_exhaustive_mismatches_fail_ieee(work):
         assert r.gpu(gi)["exhaustive"]["verdict"] == "FAIL", (gi, r.gpu(gi)["exhaustive"])
         assert r.gpu(gi)["verdict"] == "FAIL", gi
     for gi in range(4):
-        assert failing(r, "ieee differential", gi) == ["Exhaustive.Primitives"], (gi, r.cert["levels"])
-    assert r.level("ieee differential")["verdict"] == "FAIL", r.cert["levels"]
-    assert r.level("core")["verdict"] != "PASS" and r.level("hardened")["verdict"] != "PASS", r.cert["levels"]
+        assert failing(r, "core", "ieee", gi) == ["Exhaustive.Primitives"], (gi, r.cert["levels"])
+    assert r.level("core", "ieee")["verdict"] == "FAIL", r.cert["levels"]
+    assert r.level("core")["verdict"] == "FAIL" and r.level("hardened")["verdict"] == "NONE RUN", r.cert["levels"]
+    assert r.cert["certified_line"] == ("certified: none; not certified: core (4 checks fail), hardened (no check "
+                                        "judged)"), r.cert["certified_line"]
 
 
 # ---- (d) --time-limit ---------------------------------------------------------------------------------
@@ -505,22 +617,52 @@ def test_time_limit_leaving_jobs_unrun_never_passes(work):
 
 # ---- setup errors and refusals: a documented exit code, no certificate ------------------------------------
 
-@pytest.mark.parametrize("case,rc", [("listing fails", 2), ("binary missing", 2), ("no SASS", 3)])
+@pytest.mark.parametrize("case,rc", [("listing fails", 2), ("binary missing", 2), ("engine missing", 2),
+                                     ("no SASS", 3)])
 def test_setup_errors_and_refusals(work, case, rc):
-    """Exit 2 when a property binary cannot list its properties or is missing; 3 when the GPU has no SASS
-    (nothing runs)."""
+    """Exit 2 when a property binary cannot list its properties or is missing, or when tools/engine.sh (which
+    launches every child) is nowhere; 3 when the GPU has no SASS (nothing runs)."""
     all_pass(work.bindir, [2])
     if case == "listing fails":
         install(work.bindir, "properties/layout_test", ["echo 'cannot list'", "exit 1"])
+    if case == "engine missing":
+        os.remove(os.path.join(work.bindir, "tools", "engine.sh"))
     args = {"binary missing": ["--contracts=3"], "no SASS": ["--contracts=2", "--fake-sm=70"]}
     r = work(*args.get(case, ["--contracts=2"]), expect_certificate=False)
     assert r.rc == rc, r
-    if case == "no SASS":
+    if case in ("no SASS", "engine missing"):
         assert r.ran == [], r.ran
+    if case == "engine missing":
+        assert re.search(r"^certify: tools/engine.sh \(the launcher of every child\) not found", r.output, re.M), r
+
+
+def test_bundle_declared_env_is_set_last(work, certify_exe, tmp_path):
+    """certify as it runs from a GPU bundle (MANIFEST and COMMIT beside it, engine.sh at its root as gpu_bundle.sh
+    puts it, none in --bin-dir): the engine sets each child's declared env from the bundle's ENV file, last (over
+    certify's own QSA_BUDGET_SCALE), as run_all.sh does; a child not named there gets none of it."""
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    exe = shutil.copy(certify_exe, bundle / "certify")
+    shutil.move(os.path.join(work.bindir, "tools", "engine.sh"), bundle / "engine.sh")
+    (bundle / "MANIFEST").write_text("tests properties/layout_test\n")
+    (bundle / "COMMIT").write_text("fake-commit\n")
+    (bundle / "ENV").write_text("properties/layout_test QSA_DECLARED=from-env-file\n"
+                                "properties/layout_test QSA_BUDGET_SCALE=7\n")
+    all_pass(work.bindir, [2, 3])
+    fake_property_binary(work.bindir, "layout_test", {i: "pass_declared" for i in LISTED["layout_test"]})
+    fake_property_binary(work.bindir, "padding_test", {i: "pass_declared" for i in LISTED["padding_test"]})
+    r = work("--contracts=2,3", "--no-replay", "--no-exhaustive", exe=str(exe))
+    assert r.cert["git"] == {"commit": "fake-commit", "source": "bundle"}, r.cert["git"]
+    verdicts = {i: p["verdict"] for i, p in r.properties().items()}
+    assert verdicts == {**{i: "PASS" for i in LISTED["layout_test"]}, **{i: "FAIL" for i in LISTED["padding_test"]}}, \
+        verdicts
+    assert all(p["exit"] == "exit 6" for i, p in r.properties().items() if i in LISTED["padding_test"]), \
+        r.properties()
 
 
 if __name__ == "__main__":
     os.environ["CERTIFY_E2E_BINARY"] = os.path.abspath(sys.argv[1])
+    os.environ["CERTIFY_E2E_ENGINE"] = os.path.abspath(sys.argv[2])
     base = os.path.join(os.environ.get("TEST_TMPDIR") or tempfile.mkdtemp(prefix="certify_e2e_"), "pytest")
     sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", f"--basetemp={base}", os.path.abspath(__file__)] +
-                         sys.argv[2:]))
+                         sys.argv[3:]))

@@ -46,39 +46,31 @@ std::vector<std::string> capturedFixtures(fs::path const& outputs) {
 
 // The files of one gtest child under its GPU's run directory.
 struct ChildFiles {
-    fs::path outputs, tmp, log, gtestJson;
+    fs::path outputs, log, gtestJson;
 };
 
-// Runs a gtest binary as one child on the run's GPU: CUDA_VISIBLE_DEVICES, RC_PARAMS = rc, the budget scale, its
-// own undeclared-outputs and temp directories (the temp one removed after), runfiles, its log and gtest JSON
-// under `tag`. Returns its result; `secs` gets its wall time.
+// Runs a gtest binary (workspace-relative `rel`) as one child on the run's GPU: CUDA_VISIBLE_DEVICES, RC_PARAMS =
+// rc, the budget scale; the engine gives it its runfiles, a fresh temp directory and the undeclared-outputs
+// directory beside its log (logs/<tag>.outputs); its log and gtest JSON under `tag`. Returns its result; `secs`
+// gets its wall time.
 ChildResult runGtestChild(Layout const& l, GpuRun const& run, Options const& o, std::string const& tag,
-                          fs::path const& exe, std::vector<std::string> args, std::string const& rc, ChildFiles& f,
-                          double& secs) {
-    f = {run.dir / "outputs" / tag, run.dir / "tmp" / tag, run.dir / "logs" / (tag + ".log"),
-         run.dir / "logs" / (tag + ".json")};
-    fs::create_directories(f.outputs);
-    fs::create_directories(f.tmp);
+                          fs::path const& exe, std::string const& rel, std::vector<std::string> args,
+                          std::string const& rc, ChildFiles& f, double& secs) {
+    f = {run.dir / "logs" / (tag + ".outputs"), run.dir / "logs" / (tag + ".log"), run.dir / "logs" / (tag + ".json")};
     ChildSpec spec;
-    spec.exe = exe.string();
+    launchSpec(l, exe, rel, spec);
     spec.args = std::move(args);
     spec.args.push_back("--gtest_output=json:" + f.gtestJson.string());
     spec.args.push_back("--gtest_color=no");
     spec.unset = kUnset;
     spec.env = {{"CUDA_VISIBLE_DEVICES", run.gpu.visibleId},
                 {"RC_PARAMS", rc},
-                {"QSA_BUDGET_SCALE", std::to_string(budgetScale(o.scale))},
-                {"TEST_UNDECLARED_OUTPUTS_DIR", f.outputs.string()},
-                {"TEST_TMPDIR", f.tmp.string()},
-                {"TMPDIR", f.tmp.string()}};
-    runfilesEnv(l, exe, spec);
+                {"QSA_BUDGET_SCALE", std::to_string(budgetScale(o.scale))}};
     spec.logPath = f.log.string();
     spec.timeoutSeconds = o.childTimeout;
     auto const t0 = Clock::now();
     ChildResult r = runChild(spec, [](std::string const&) {});
     secs = secondsSince(t0);
-    std::error_code ec;
-    fs::remove_all(f.tmp, ec);
     return r;
 }
 
@@ -104,7 +96,8 @@ json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, 
     std::string const rc = rcParams(p.cases, p.seed);
     ChildFiles f;
     double secs = 0;
-    ChildResult const r = runGtestChild(l, run, o, safeName(p.id), c.exe, {"--gtest_filter=" + p.id}, rc, f, secs);
+    ChildResult const r =
+        runGtestChild(l, run, o, safeName(p.id), c.exe, c.rel, {"--gtest_filter=" + p.id}, rc, f, secs);
 
     std::vector<GtestTest> const tests = parseGtestJsonAll(readFile(f.gtestJson).value_or(""));
     auto const t = std::find_if(tests.begin(), tests.end(), [&](GtestTest const& x) { return x.id == p.id; });
@@ -151,7 +144,7 @@ json runSuite(Layout const& l, SuitePlan const& s, GpuRun& run, Options const& o
               Progress& progress) {
     ChildFiles f;
     double secs = 0;
-    ChildResult const r = runGtestChild(l, run, o, safeName(s.rel), s.exe, s.args,
+    ChildResult const r = runGtestChild(l, run, o, safeName(s.rel), s.exe, s.rel, s.args,
                                         "seed=" + std::to_string(propertySeed(o.seed, s.rel)), f, secs);
     json tests = json::array();
     int failed = 0;
@@ -212,7 +205,7 @@ json runExhaustive(Layout const& l, GpuRun& run, Options const& o, int threads, 
         res = {{"error", "tools/exhaustive_primitives not found (runfiles, bundle or --bin-dir)"}};
     } else {
         ChildSpec spec;
-        spec.exe = exe.string();
+        launchSpec(l, exe, "tools/exhaustive_primitives", spec);
         spec.args = {"--threads=" + std::to_string(threads), "--json=" + out.string()};
         if (o.cpuDryRun) {
             spec.args.push_back("--simulate");

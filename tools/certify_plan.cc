@@ -69,6 +69,20 @@ Layout findLayout(char const* argv0, std::string const& binDir) {
             break;
         }
     }
+    // The launcher of every child (certify_child.cc): as a binary is found (locate), then at the bundle's root.
+    std::vector<fs::path> engines;
+    if (!binDir.empty())
+        engines.push_back(fs::path(binDir) / "tools" / "engine.sh");
+    if (!l.runfilesRoot.empty())
+        engines.push_back(l.runfilesRoot / "qsa_indexer" / "tools" / "engine.sh");
+    if (!l.bundleRoot.empty())
+        engines.push_back(l.bundleRoot / "engine.sh");
+    for (fs::path const& e : engines) {
+        if (fs::is_regular_file(e, ec)) {
+            l.engine = e;
+            break;
+        }
+    }
     return l;
 }
 
@@ -113,17 +127,18 @@ std::vector<std::string> const kUnset = {"CUDA_VISIBLE_DEVICES",
                                          "RUNFILES_MANIFEST_FILE",
                                          "JAVA_RUNFILES"};
 
-void runfilesEnv(Layout const& l, fs::path const& exe, ChildSpec& spec) {
+void launchSpec(Layout const& l, fs::path const& exe, std::string const& rel, ChildSpec& spec) {
+    spec.engine = l.engine;
+    spec.exe = exe.string();
     std::error_code ec;
     fs::path root = exe.string() + ".runfiles";
     if (!fs::is_directory(root / "qsa_indexer", ec)) {
         root = l.runfilesRoot;
     }
-    if (!root.empty()) {
-        spec.env["TEST_SRCDIR"] = root.string();
-        spec.env["RUNFILES_DIR"] = root.string();
-        spec.env["TEST_WORKSPACE"] = "qsa_indexer";
-        spec.cwd = (root / "qsa_indexer").string();
+    spec.runfiles = root.string(); // the engine sets TEST_SRCDIR, RUNFILES_DIR, TEST_WORKSPACE and the cwd
+    if (!l.bundleRoot.empty() && fs::is_regular_file(l.bundleRoot / "ENV", ec)) {
+        spec.declaredEnvFile = (l.bundleRoot / "ENV").string();
+        spec.declaredEnvPath = rel;
     }
 }
 
@@ -176,6 +191,13 @@ int selectGpus(Options const& o, std::string const& sass, std::vector<GpuInfo>& 
 
 int planProperties(Options const& o, Layout const& layout, std::string const& visibleId, checks::Selection const& sel,
                    std::vector<ContractPlan>& plan) {
+    if (layout.engine.empty()) {
+        std::fprintf(stderr,
+                     "certify: tools/engine.sh (the launcher of every child) not found: not in --bin-dir '%s'/tools, "
+                     "the runfiles '%s' or the bundle root '%s'\n",
+                     o.binDir.c_str(), layout.runfilesRoot.c_str(), layout.bundleRoot.c_str());
+        return 2;
+    }
     if (o.properties) {
         for (ContractSpec const& c : contracts()) {
             if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), c.number) == o.only.end()) {
@@ -189,11 +211,10 @@ int planProperties(Options const& o, Layout const& layout, std::string const& vi
                 return 2;
             }
             ChildSpec list;
-            list.exe = cp.exe.string();
+            launchSpec(layout, cp.exe, cp.rel, list);
             list.args = {"--gtest_list_tests"};
             list.unset = kUnset;
             list.env = {{"CUDA_VISIBLE_DEVICES", visibleId}};
-            runfilesEnv(layout, cp.exe, list);
             list.timeoutSeconds = 120;
             ChildResult const r = runChild(list, [](std::string const&) {});
             std::vector<std::string> const ids = parseGtestList(r.output);

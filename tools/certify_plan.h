@@ -1,5 +1,6 @@
-// certify's plan (//tools:certify, certify_main.cc): its child processes (certify_child.cc), where the binaries
-// are (--bin-dir, runfiles, the GPU bundle), which GPUs are certified and what runs on each (certify_plan.cc).
+// certify's plan (//tools:certify, certify_main.cc): its child processes (certify_child.cc, through
+// tools/engine.sh), where the binaries are (--bin-dir, runfiles, the GPU bundle), which GPUs are certified and
+// what runs on each (certify_plan.cc).
 #pragma once
 
 #include <cstdint>
@@ -20,16 +21,22 @@ namespace qsa {
 namespace certify {
 
 // ---- child processes (certify_child.cc) ---------------------------------------------------------------------
-// One child: pinned to a GPU through its environment, its output streamed line by line to a log file and a
-// callback, killed after a timeout.
+// One child, launched, timed out and read by tools/engine.sh as a command (`bash engine.sh run ...`, the launcher
+// run_all.sh and run_mutants.sh source): as `bazel test` runs a test (its runfiles, a fresh TEST_TMPDIR, the
+// undeclared-outputs directory beside its log), pinned to a GPU through its environment, its output written to a
+// log that certify reads as it grows (lines to a callback), killed with its process group after a timeout, and
+// judged pass / fail / timeout / crash(SIGNAME) as the engine says.
 
 struct ChildSpec {
+    std::filesystem::path engine; // tools/engine.sh (Layout::engine)
     std::string exe;
     std::vector<std::string> args;          // argv[1..]
     std::map<std::string, std::string> env; // set (or override) these
     std::vector<std::string> unset;         // remove these from certify's environment
-    std::string cwd;                        // "" keeps certify's
-    std::string logPath;                    // "" writes no log
+    std::string runfiles;                   // the child's runfiles tree ("": it runs in a fresh directory)
+    std::string declaredEnvFile;            // a bundle's ENV file: the child's declared env (set last), or ""
+    std::string declaredEnvPath;            // the child's bundle path in it, e.g. "properties/layout_test_gpu"
+    std::string logPath;                    // "": a temporary log, removed afterwards (outputs: <log>.outputs)
     double timeoutSeconds = 3600;
 };
 
@@ -38,10 +45,11 @@ struct ChildResult {
     int signal = 0;
     bool started = false;
     bool timedOut = false;
-    std::string output; // everything the child printed (stdout and stderr, interleaved)
-    std::string error;  // why it did not start
+    std::string outcome; // the engine's verdict: pass | fail | timeout | crash(SIGNAME); "" when it gave none
+    std::string output;  // everything the child printed (stdout and stderr, interleaved)
+    std::string error;   // why it did not start
     bool ok() const { return started && !timedOut && signal == 0 && exitCode == 0; }
-    std::string describe() const; // "exit 0", "exit 1", "killed by signal 11", "timed out after ...", ...
+    std::string describe() const; // "exit 0", "exit 1", "killed by signal 11 (...)", "timed out after ...", ...
 };
 
 // Runs the child to completion. onLine gets every complete output line (without its newline).
@@ -61,6 +69,7 @@ struct Layout {
     std::filesystem::path runfilesRoot; // <...>.runfiles (holds qsa_indexer/)
     std::filesystem::path bundleRoot;   // GPU bundle root (MANIFEST + COMMIT), empty when not in a bundle
     std::string binDir;                 // --bin-dir
+    std::filesystem::path engine;       // tools/engine.sh: --bin-dir/tools, runfiles or the bundle root; empty: none
 };
 Layout findLayout(char const* argv0, std::string const& binDir);
 
@@ -70,8 +79,9 @@ std::filesystem::path locate(Layout const& l, std::string const& rel);
 // Environment variables of a `bazel test` / bundle run that must not leak into a child.
 extern std::vector<std::string> const kUnset;
 
-// TEST_SRCDIR / cwd of a child binary: its own runfiles next to it, else certify's.
-void runfilesEnv(Layout const& l, std::filesystem::path const& exe, ChildSpec& spec);
+// How the engine launches a child binary `exe` (workspace-relative `rel`): the engine, the runfiles (its own next
+// to it, else certify's) and, in a bundle, its declared env (the bundle's ENV file).
+void launchSpec(Layout const& l, std::filesystem::path const& exe, std::string const& rel, ChildSpec& spec);
 
 // ---- the plan -----------------------------------------------------------------------------------------
 
@@ -104,7 +114,7 @@ struct ContractPlan {
 int selectGpus(Options const& o, std::string const& sass, std::vector<GpuInfo>& gpus);
 
 // The plan: every property of every selected contract (listed by its binary on the first GPU), with its budget
-// and seed. 0, or certify's exit code.
+// and seed. 0, or certify's exit code (2 also when tools/engine.sh, which launches every child, is nowhere).
 int planProperties(Options const& o, Layout const& layout, std::string const& visibleId, checks::Selection const& sel,
                    std::vector<ContractPlan>& plan);
 

@@ -90,42 +90,71 @@ std::string firstLine(std::string const& s) {
 
 namespace {
 
-// Per group of contract section 8: failing checks (id and where) and checks not judged.
-struct Groups {
+char const* const kLevels[] = {"core", "hardened"};
+char const* const kProfiles[] = {"none", "ieee", "fast"};
+
+// One level and profile of contract section 8: its checks judged (each property, registered test and exhaustive
+// run counted once per GPU), passed, failed (named in `failing`) and not judged (named in `notJudged`).
+struct Cell {
+    int64_t judged = 0, passed = 0, failed = 0;
+    std::set<std::string> failing, notJudged;
+};
+
+// Profile fast (contract section 9.2): the sums of the QSA_FAST lines of one level's judged fast checks.
+struct FastSums {
+    int64_t lines = 0, judgedElements = 0, unjudgedElements = 0, judgedRows = 0, ambiguousRows = 0;
+    std::set<std::string> epsR;
+};
+
+struct Tally {
     checks::Selection sel;
-    std::map<std::string, std::set<std::string>> failing, notJudged;
-    std::map<std::string, int64_t> judged;
-    // Profile fast (contract section 9.2): the sums of the QSA_FAST lines of the judged fast checks.
-    struct Fast {
-        int64_t lines = 0, judgedElements = 0, unjudgedElements = 0, judgedRows = 0, ambiguousRows = 0;
-        std::set<std::string> epsR;
-    } fast;
-    void fail(std::string const& level, std::string const& profile, std::string const& what) {
-        checks::CheckInfo c;
-        c.level = level;
-        c.profile = profile;
-        failing[checks::groupOf(c)].insert(what);
+    std::map<std::string, std::map<std::string, Cell>> cells; // level -> profile -> cell
+    std::map<std::string, FastSums> fast;                     // level -> its fast checks' QSA_FAST lines
+    // The fixture replay's tests (one per fixture, several checks each): a failed one counts the checks it names in
+    // their own cells; one that passed names none of its checks, so it is counted here only.
+    int64_t replayTests = 0, replayPassed = 0, replayNotJudged = 0;
+
+    // One check, once. A result that belongs to no registered level and profile (an unregistered property, a
+    // suite that did not run, a replay test that names no check) is counted in the first selected level,
+    // profile none.
+    void record(std::string level, std::string profile, std::string const& verdict, std::string const& what) {
+        if (level != "core" && level != "hardened") {
+            level = sel.levels.count("core") != 0 || sel.levels.count("hardened") == 0 ? "core" : "hardened";
+            profile = "none";
+        }
+        if (profile != "ieee" && profile != "fast")
+            profile = "none";
+        Cell& c = cells[level][profile];
+        if (verdict == "NOT_JUDGED") {
+            c.notJudged.insert(what);
+            return;
+        }
+        c.judged += 1;
+        if (verdict == "PASS") {
+            c.passed += 1;
+        } else {
+            c.failed += 1;
+            c.failing.insert(what);
+        }
+    }
+    void record(checks::CheckInfo const& c, std::string const& verdict, std::string const& what) {
+        record(c.level, c.profile, verdict, what);
     }
 };
 
-bool groupSelected(checks::Selection const& s, std::string const& g) {
-    if (g == "ieee differential" || g == "fast differential")
-        return s.profile + " differential" == g;
-    return s.levels.count(g) != 0;
-}
-
-// A judged check of profile fast: its QSA_FAST line(s) among `lines` (the child's, by id) are summed; one that
-// passed without any, or with a malformed one, FAILS (verdict and group; section 9.2: a fast check reports what
-// it judged, so it never passes vacuously).
-void countFast(json& p, json const& lines, Groups& g, std::string const& where) {
+// A judged check of profile fast: its QSA_FAST line(s) among `lines` (the child's, by id) are summed under its
+// level. One that passed without any, or printed a malformed one, FAILS (section 9.2: a fast check reports what it
+// judged, so it never passes vacuously); the returned reason names it in its level's failing list.
+std::string countFast(json& p, json const& lines, FastSums& sums, std::string const& where) {
     std::string const check = p.value("id", "?");
     bool any = false;
+    std::string why;
     for (auto const& l : lines) {
         std::string const text = l.is_string() ? l.get<std::string>() : "";
         std::optional<FastJudged> const f = parseFastLine(text);
         if (!f) {
             if (text.rfind("QSA_FAST " + check + " ", 0) == 0) {
-                g.fail("core", "fast", check + " printed a malformed QSA_FAST line (" + where + ")");
+                why = check + " printed a malformed QSA_FAST line (" + where + ")";
                 p["verdict"] = "FAIL";
                 p["failures"].push_back("malformed QSA_FAST line: " + text);
             }
@@ -134,65 +163,172 @@ void countFast(json& p, json const& lines, Groups& g, std::string const& where) 
         if (f->id != check)
             continue;
         any = true;
-        g.fast.lines += 1;
-        g.fast.judgedElements += f->judgedElements;
-        g.fast.unjudgedElements += f->unjudgedElements;
-        g.fast.judgedRows += f->judgedRows;
-        g.fast.ambiguousRows += f->ambiguousRows;
-        g.fast.epsR.insert(f->epsR);
+        sums.lines += 1;
+        sums.judgedElements += f->judgedElements;
+        sums.unjudgedElements += f->unjudgedElements;
+        sums.judgedRows += f->judgedRows;
+        sums.ambiguousRows += f->ambiguousRows;
+        sums.epsR.insert(f->epsR);
     }
     if (!any && p.value("verdict", "") == "PASS") {
-        g.fail("core", "fast", check + " passed without a QSA_FAST line (" + where + ")");
+        why = check + " passed without a QSA_FAST line (" + where + ")";
         p["verdict"] = "FAIL";
         p["failures"].push_back("passed without a QSA_FAST line: a profile-fast check must report what it judged "
                                 "(contract section 9.2)");
     }
+    return why;
 }
 
-// "judged 1.2M elements, 0.3% rows ambiguous, eps_r 2^-21"
-std::string fastSummary(Groups::Fast const& f) {
-    std::string s = "judged " + shortCount(f.judgedElements) + " elements, ";
-    if (f.judgedRows == 0) {
-        s += "no rows judged";
-    } else {
-        char pct[32];
-        double const r = 100.0 * double(f.ambiguousRows) / double(f.judgedRows);
-        std::snprintf(pct, sizeof(pct), r > 0 && r < 0.05 ? "<0.1%%" : "%.1f%%", r);
-        s += std::string(pct) + " rows ambiguous";
-    }
+// "436.2M elements judged at eps_r 2^-21"
+std::string fastElements(FastSums const& f) {
     std::string eps;
     for (std::string const& e : f.epsR)
         eps += (eps.empty() ? "" : ", ") + e;
-    return s + ", eps_r " + (f.epsR.size() > 1 ? "mixed (" + eps + ")" : eps);
+    return shortCount(f.judgedElements) + " elements judged at eps_r " +
+           (f.epsR.size() > 1 ? "mixed (" + eps + ")" : eps);
 }
 
-// A property or gtest result: fills level / profile from the registry when absent; NOT_JUDGED stays so.
-void classify(json& p, Groups& g, std::string const& where) {
+// A property or gtest result: level / profile from the registry when absent; a judged fast check's QSA_FAST lines
+// (`fastLines`) summed; then counted once, in its level and profile. The fixture replay's tests (level "per
+// check") count the checks they name.
+void classify(json& p, json const& fastLines, Tally& t, std::string const& where) {
     checks::CheckInfo const info = checks::lookup(p.value("id", ""));
     if (!p.contains("level")) {
         p["level"] = info.registered() ? info.level : "unregistered";
         p["profile"] = info.registered() ? info.profile : "unregistered";
     }
-    std::string const verdict = p.value("verdict", "FAIL");
+    std::string const level = p["level"].get<std::string>();
+    std::string const profile = p["profile"].get<std::string>();
     std::string const id = p.value("id", "?") + " (" + where + ")";
-    checks::CheckInfo c;
-    c.level = p["level"].get<std::string>();
-    c.profile = p["profile"].get<std::string>();
-    if (verdict == "NOT_JUDGED") {
-        g.notJudged[checks::groupOf(c)].insert(id);
+    std::string why;
+    if (profile == "fast" && p.value("verdict", "FAIL") != "NOT_JUDGED")
+        why = countFast(p, fastLines, t.fast[level], where);
+    std::string const verdict = p.value("verdict", "FAIL");
+    if (level != "per check") {
+        t.record(level, profile, verdict, why.empty() ? id : why);
         return;
     }
-    g.judged[checks::groupOf(c)] += 1;
-    if (verdict == "PASS")
+    t.replayTests += 1;
+    t.replayPassed += verdict == "PASS";
+    t.replayNotJudged += verdict == "NOT_JUDGED";
+    if (verdict == "PASS" || verdict == "NOT_JUDGED")
         return;
-    // A failing test that names its failed checks (fixture replay) is counted per check.
     bool named = false;
     for (auto const& f : p.value("failed_checks", json::array())) {
-        g.fail(f.value("level", c.level), f.value("profile", c.profile), f.value("id", "?") + " in " + id);
+        t.record(f.value("level", ""), f.value("profile", ""), "FAIL", f.value("id", "?") + " in " + id);
         named = true;
     }
     if (!named)
-        g.fail(c.level, c.profile, id);
+        t.record("", "", "FAIL", id);
+}
+
+// One level's verdict, its line of the summary and its reason when it is not certified.
+struct LevelVerdict {
+    std::string verdict, line, why;
+};
+
+// e.g. "core: PASS (profile none 40/40, fast 8/8 checks, 436.2M elements judged at eps_r 2^-21; ieee not judged)",
+// "hardened: FAIL (14 checks: 10 profile none, 4 fast; ieee not judged)", "hardened: NOT JUDGED (QSA_LEVELS=core)".
+LevelVerdict levelVerdict(std::string const& level, Tally& t, std::string const& levelsAsked, json& out) {
+    bool const selected = t.sel.levels.count(level) != 0;
+    std::map<std::string, Cell>& cells = t.cells[level];
+    FastSums const& fast = t.fast[level];
+    int64_t judged = 0, passed = 0, failed = 0;
+    std::string passes, fails, notJudged, noneRun;
+    json profiles = json::object();
+    std::vector<std::string> failing, notJudgedAll;
+    for (char const* p : kProfiles) {
+        Cell const& c = cells[p];
+        bool const profileSelected = std::string(p) == "none" || t.sel.profile == p;
+        judged += c.judged;
+        passed += c.passed;
+        failed += c.failed;
+        if (c.judged > 0)
+            passes += (passes.empty() ? "profile " : ", ") + std::string(p) + " " + std::to_string(c.passed) + "/" +
+                      std::to_string(c.judged);
+        if (c.failed > 0)
+            fails += (fails.empty() ? "" : ", ") + std::to_string(c.failed) + (fails.empty() ? " profile " : " ") + p;
+        if (!profileSelected)
+            notJudged += (notJudged.empty() ? "" : ", ") + std::string(p);
+        else if (c.judged == 0)
+            noneRun += (noneRun.empty() ? "" : ", ") + std::string(p);
+        failing.insert(failing.end(), c.failing.begin(), c.failing.end());
+        notJudgedAll.insert(notJudgedAll.end(), c.notJudged.begin(), c.notJudged.end());
+        profiles[p] = {{"verdict", !selected || !profileSelected ? (c.failed ? "FAIL" : "NOT JUDGED")
+                                   : c.failed                    ? "FAIL"
+                                   : c.judged                    ? "PASS"
+                                                                 : "NONE RUN"},
+                       {"judged_checks", c.judged},
+                       {"passed_checks", c.passed},
+                       {"failed_checks", c.failed},
+                       {"failing", json(c.failing)},
+                       {"not_judged", json(c.notJudged)}};
+    }
+    // Section 9.2: fast never turns vacuous: a level whose fast checks ran and judged no element at all fails.
+    bool const vacuous = selected && cells["fast"].judged > 0 && cells["fast"].failed == 0 && fast.judgedElements == 0;
+    std::string const vacuity =
+        "the fast checks of level " + level + " judged 0 elements (QSA_FAST lines: " + std::to_string(fast.lines) + ")";
+    if (vacuous) {
+        failing.push_back(vacuity);
+        profiles["fast"]["verdict"] = "FAIL";
+    }
+    LevelVerdict v;
+    v.verdict = failed > 0 || vacuous ? "FAIL" : !selected ? "NOT JUDGED" : judged > 0 ? "PASS" : "NONE RUN";
+    std::vector<std::string> parts;
+    if (v.verdict == "NOT JUDGED") {
+        parts.push_back("QSA_LEVELS=" + levelsAsked);
+        v.why = "NOT JUDGED";
+    } else {
+        if (failed > 0) {
+            parts.push_back(std::to_string(failed) + (failed == 1 ? " check: " : " checks: ") + fails);
+            v.why = std::to_string(failed) + (failed == 1 ? " check fails" : " checks fail");
+        }
+        if (vacuous) {
+            parts.push_back("its fast checks judged 0 elements");
+            v.why += (v.why.empty() ? "" : "; ") + parts.back();
+        }
+        if (failed == 0 && judged > 0)
+            parts.push_back(passes + " checks" + (fast.lines > 0 ? ", " + fastElements(fast) : ""));
+        else if (fast.lines > 0)
+            parts.push_back(fastElements(fast));
+        if (judged == 0) {
+            parts.push_back("no check judged");
+            v.why = "no check judged";
+        } else if (!noneRun.empty()) {
+            parts.push_back("no " + (noneRun == "none" ? std::string("profile-none") : noneRun) + " check ran");
+        }
+        if (!notJudged.empty())
+            parts.push_back(notJudged + " not judged");
+    }
+    std::string paren;
+    for (std::string const& p : parts)
+        paren += (paren.empty() ? "" : "; ") + p;
+    v.line = level + ": " + v.verdict + (paren.empty() ? "" : " (" + paren + ")");
+    out = {{"verdict", v.verdict},    {"certified", v.verdict == "PASS"}, {"judged_checks", judged},
+           {"passed_checks", passed}, {"failed_checks", failed},          {"profiles", profiles},
+           {"failing", failing},      {"not_judged", notJudgedAll},       {"line", v.line}};
+    if (vacuous)
+        out["vacuous"] = vacuity;
+    if (fast.lines > 0)
+        out["fast"] = {{"qsa_fast_lines", fast.lines},
+                       {"judged_elements", fast.judgedElements},
+                       {"unjudged_elements", fast.unjudgedElements},
+                       {"judged_rows", fast.judgedRows},
+                       {"ambiguous_rows", fast.ambiguousRows},
+                       {"eps_r", json(fast.epsR)}};
+    return v;
+}
+
+// "core (profiles none, fast)": the profiles judged at a certified level.
+std::string certifiedAs(std::string const& level, std::map<std::string, Cell>& cells) {
+    std::vector<std::string> ps;
+    for (char const* p : kProfiles)
+        if (cells[p].judged > 0)
+            ps.push_back(p);
+    std::string s;
+    for (std::string const& p : ps)
+        s += (s.empty() ? "" : ", ") + p;
+    return level + " (profile" + (ps.size() > 1 ? "s " : " ") + s + ")";
 }
 
 } // namespace
@@ -202,16 +338,19 @@ void computeVerdicts(json& cert) {
     json const budget = cert.value("budget", json::object());
     bool const wantProps = budget.value("properties", true);
     bool const wantExhaustive = budget.value("exhaustive", true);
-    Groups groups;
-    groups.sel = checks::parseSelection(budget.value("levels", ""), budget.value("profile", ""));
-    bool const exhaustiveJudged = groups.sel.judged(checks::lookup("Exhaustive.Primitives"));
+    Tally t;
+    t.sel = checks::parseSelection(budget.value("levels", ""), budget.value("profile", ""));
+    checks::CheckInfo const exhaustive = checks::lookup("Exhaustive.Primitives");
+    checks::CheckInfo const sassCheck = checks::lookup("Certify.SassCarried");
+    bool const exhaustiveJudged = t.sel.judged(exhaustive);
     if (all) {
         for (json& gpu : cert["gpus"]) {
             std::string const where = "GPU " + std::to_string(gpu.value("index", 0));
             json const sass = gpu.value("sass", json::object());
             bool ok = sass.value("carried", false) || sass.value("ptx_jit_allowed", false);
+            // The precondition of every other check, not evidence of a level: counted only when it fails.
             if (!ok)
-                groups.fail("core", "none", "Certify.SassCarried (" + where + ")");
+                t.record(sassCheck, "FAIL", "Certify.SassCarried (" + where + ")");
             if (wantProps) {
                 ok = ok && gpu.contains("contracts") && !gpu["contracts"].empty();
                 for (json& c : gpu["contracts"]) {
@@ -222,13 +361,11 @@ void computeVerdicts(json& cert) {
                         if (!p.contains("verdict")) {
                             p["verdict"] = "FAIL";
                         }
-                        classify(p, groups, where);
+                        classify(p, p.value("fast", json::array()), t, where);
                         if (p["verdict"] == "NOT_JUDGED") {
                             continue;
                         }
                         anyJudged = true;
-                        if (p.value("profile", "") == "fast")
-                            countFast(p, p.value("fast", json::array()), groups, where);
                         cok = cok && isPass(p);
                         if (p.value("cases_run", json()).is_number_integer()) {
                             cases += p["cases_run"].get<int64_t>();
@@ -245,12 +382,10 @@ void computeVerdicts(json& cert) {
             for (json& suite : gpu["suites"]) {
                 bool sok = suite.value("error", "").empty();
                 if (!sok)
-                    groups.fail("core", "none", suite.value("name", "?") + " did not run (" + where + ")");
-                for (json& t : suite["tests"]) {
-                    classify(t, groups, where);
-                    if (t.value("profile", "") == "fast" && t.value("verdict", "") != "NOT_JUDGED")
-                        countFast(t, suite.value("fast", json::array()), groups, where);
-                    sok = sok && (t.value("verdict", "FAIL") == "PASS" || t.value("verdict", "") == "NOT_JUDGED");
+                    t.record("", "", "FAIL", suite.value("name", "?") + " did not run (" + where + ")");
+                for (json& test : suite["tests"]) {
+                    classify(test, suite.value("fast", json::array()), t, where);
+                    sok = sok && (test.value("verdict", "FAIL") == "PASS" || test.value("verdict", "") == "NOT_JUDGED");
                 }
                 suite["verdict"] = verdictOf(sok);
                 ok = ok && sok;
@@ -260,56 +395,57 @@ void computeVerdicts(json& cert) {
                     gpu["exhaustive"] = json{{"error", "not run"}};
                 }
                 verdictOfExhaustive(gpu["exhaustive"]);
-                groups.judged["ieee differential"] += 1;
-                if (!isPass(gpu["exhaustive"]))
-                    groups.fail("core", "ieee", "Exhaustive.Primitives (" + where + ")");
+                t.record(exhaustive, gpu["exhaustive"]["verdict"].get<std::string>(),
+                         "Exhaustive.Primitives (" + where + ")");
                 ok = ok && isPass(gpu["exhaustive"]);
             } else if (wantExhaustive) {
                 gpu["exhaustive"] = json{{"verdict", "NOT_JUDGED"}};
-                groups.notJudged["ieee differential"].insert("Exhaustive.Primitives (" + where + ")");
+                t.record(exhaustive, "NOT_JUDGED", "Exhaustive.Primitives (" + where + ")");
             }
             gpu["verdict"] = verdictOf(ok);
             all = all && ok;
         }
     }
-    // Per level and profile (contract section 8).
+    // Per level, and inside it per profile (contract section 8); the first line says where it is certified.
     json levels = json::object();
-    std::string line;
-    for (std::string const& g : checks::groups()) {
-        bool const selected = groupSelected(groups.sel, g);
-        bool const fast = g == "fast differential";
-        // Section 9.2: fast never turns vacuous; checks that ran and judged no element fail the group.
-        if (fast && selected && groups.judged[g] > 0 && groups.fast.judgedElements == 0 && groups.failing[g].empty())
-            groups.failing[g].insert(
-                "the fast checks judged 0 elements (QSA_FAST lines: " + std::to_string(groups.fast.lines) + ")");
-        size_t const nFail = groups.failing[g].size();
-        // A selected group in which no check ran is not a pass either (e.g. --contracts left it out).
-        std::string const v = !selected ? "NOT JUDGED" : nFail ? "FAIL" : groups.judged[g] ? "PASS" : "NONE RUN";
-        levels[g] = {{"verdict", v},
-                     {"judged_checks", groups.judged[g]},
-                     {"failing", json(groups.failing[g])},
-                     {"not_judged", json(groups.notJudged[g])}};
-        std::vector<std::string> notes;
-        if (nFail)
-            notes.push_back(std::to_string(nFail) + (nFail == 1 ? " check" : " checks"));
-        if (fast && selected && groups.fast.lines > 0) {
-            levels[g]["fast"] = {{"qsa_fast_lines", groups.fast.lines},
-                                 {"judged_elements", groups.fast.judgedElements},
-                                 {"unjudged_elements", groups.fast.unjudgedElements},
-                                 {"judged_rows", groups.fast.judgedRows},
-                                 {"ambiguous_rows", groups.fast.ambiguousRows},
-                                 {"eps_r", json(groups.fast.epsR)}};
-            notes.push_back(fastSummary(groups.fast));
+    std::vector<std::string> lines, certified, notCertified;
+    json certifiedLevels = json::array();
+    std::string const levelsAsked = budget.value("levels", "core,hardened");
+    for (char const* level : kLevels) {
+        LevelVerdict const v = levelVerdict(level, t, levelsAsked, levels[level]);
+        lines.push_back(v.line);
+        if (v.verdict == "PASS") {
+            certified.push_back(certifiedAs(level, t.cells[level]));
+            certifiedLevels.push_back(level);
+        } else {
+            notCertified.push_back(std::string(level) + " (" + v.why + ")");
         }
-        std::string note;
-        for (std::string const& n : notes)
-            note += (note.empty() ? "" : "; ") + n;
-        line += (line.empty() ? "" : ", ") + g + ": " + v + (note.empty() ? "" : " (" + note + ")");
+        all = all && v.verdict != "FAIL"; // e.g. the fast checks judged 0 elements
+    }
+    auto join = [](std::vector<std::string> const& v) {
+        std::string s;
+        for (std::string const& x : v)
+            s += (s.empty() ? "" : ", ") + x;
+        return s;
+    };
+    std::string const first = "certified: " + (certified.empty() ? std::string("none") : join(certified)) +
+                              (notCertified.empty() ? "" : "; not certified: " + join(notCertified));
+    lines.insert(lines.begin(), first);
+    if (t.replayTests > 0) {
+        int64_t const failedReplay = t.replayTests - t.replayPassed - t.replayNotJudged;
+        lines.push_back("fixture replay: " + std::to_string(t.replayPassed) + "/" +
+                        std::to_string(t.replayTests - t.replayNotJudged) + " fixture tests pass" +
+                        (t.replayNotJudged ? ", " + std::to_string(t.replayNotJudged) + " not judged" : "") +
+                        (failedReplay ? " (the checks they fail are counted in their levels above)" : ""));
+        cert["fixture_replay"] = {{"tests", t.replayTests},
+                                  {"passed", t.replayPassed},
+                                  {"failed", failedReplay},
+                                  {"not_judged", t.replayNotJudged}};
     }
     cert["levels"] = levels;
-    for (auto const& [g, l] : levels.items())
-        all = all && l.value("verdict", "") != "FAIL"; // e.g. the fast checks judged 0 elements
-    cert["verdict_line"] = line;
+    cert["certified"] = certifiedLevels;
+    cert["certified_line"] = first;
+    cert["summary"] = lines;
     cert["verdict"] = verdictOf(all);
 }
 
@@ -325,6 +461,11 @@ std::string renderMarkdown(json const& cert) {
     json const budget = cert.value("budget", json::object());
     md << "# QSA indexer certificate: " << cert.value("verdict", "FAIL")
        << (cert.value("dry_run", false) ? " (CPU DRY RUN of certify itself: not a certificate)" : "") << "\n\n";
+    // The summary: where it is certified, then one line per level (its profiles inside) and the fixture replay.
+    json const summary = cert.value("summary", json::array());
+    for (size_t i = 0; i < summary.size(); ++i)
+        md << (i == 0 ? "**" : "- ") << summary[i].get<std::string>() << (i == 0 ? "**\n\n" : "\n");
+    md << "\n";
     if (cert.contains("qsa_mutant")) {
         md << "**QSA_MUTANT=" << cert["qsa_mutant"].get<std::string>()
            << " was set: if this build has mutants enabled, a mutant was certified, not the production kernels.**\n\n";
@@ -348,13 +489,31 @@ std::string renderMarkdown(json const& cert) {
        << " (QSA_LEVELS / QSA_PROFILE) |\n";
     md << "| implementation under test | `" << budget.value("impl", "unknown") << "` |\n";
     md << "| GPUs certified | " << cert.value("gpus", json::array()).size() << " |\n\n";
-    md << "**Per level and profile (contract section 8): " << cert.value("verdict_line", "?") << "**\n\n";
+    md << "Per level and profile (contract section 8):\n\n";
     json const levels = cert.value("levels", json::object()); // items() must not outlive it
-    for (auto const& [g, v] : levels.items()) {
-        for (auto const& f : v.value("failing", json::array()))
-            md << "- " << g << " FAIL: " << f.get<std::string>() << "\n";
-        for (auto const& f : v.value("not_judged", json::array()))
-            md << "- " << g << " not judged: " << f.get<std::string>() << "\n";
+    for (auto const& [level, v] : levels.items()) {
+        json const profiles = v.value("profiles", json::object());
+        for (char const* profile : kProfiles) {
+            json const c = profiles.value(profile, json::object());
+            md << "- " << level << ", profile " << profile << ": " << c.value("verdict", "?");
+            if (c.value("judged_checks", 0) > 0)
+                md << ", " << c.value("passed_checks", 0) << "/" << c.value("judged_checks", 0) << " checks pass";
+            md << "\n";
+            for (auto const& f : c.value("failing", json::array()))
+                md << "  - FAIL: " << f.get<std::string>() << "\n";
+            for (auto const& f : c.value("not_judged", json::array()))
+                md << "  - not judged: " << f.get<std::string>() << "\n";
+        }
+        if (v.contains("fast")) {
+            json const& f = v["fast"];
+            md << "- " << level << ", profile fast judged " << f.value("judged_elements", int64_t(0)) << " elements ("
+               << f.value("unjudged_elements", int64_t(0)) << " unjudged), " << f.value("judged_rows", int64_t(0))
+               << " rows (" << f.value("ambiguous_rows", int64_t(0)) << " ambiguous) in "
+               << f.value("qsa_fast_lines", int64_t(0)) << " QSA_FAST lines, eps_r "
+               << f.value("eps_r", json::array()).dump() << "\n";
+        }
+        if (v.contains("vacuous"))
+            md << "- " << level << " FAIL: " << v["vacuous"].get<std::string>() << "\n";
     }
     md << "\n";
 

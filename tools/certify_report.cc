@@ -192,15 +192,21 @@ int writeCertificate(Options const& o, sanitize::Options const& sanitizeOpts, Pl
                                      : sanitize::run(sanitizeOpts, plan.layout.bundleRoot.string(),
                                                      (plan.outDir / "sanitizer_logs").string());
     sanitize::applyVerdict(cert);
+    if (cert["sanitizers"].value("verdict", "") == "FAIL") { // the levels are the checks'; say what else failed
+        cert["certified_line"] = cert["certified_line"].get<std::string>() + "; compute-sanitizer: FAIL";
+        cert["summary"][0] = cert["certified_line"];
+    }
     {
         std::ofstream(plan.outDir / "certificate.json") << renderJson(cert);
         std::ofstream(plan.outDir / "certificate.md") << renderMarkdown(cert) << sanitize::markdown(cert);
     }
     std::string const verdict = cert["verdict"];
-    std::string const vline = cert["verdict_line"];
+    // The summary, its first line where the implementation is certified (certificate.md begins with it too).
+    for (size_t i = 0; i < cert["summary"].size(); ++i)
+        std::printf("%s%s\n", i == 0 ? "certify: " : "  ", cert["summary"][i].get<std::string>().c_str());
     std::printf("certify: %s\n", plan.stageLine.c_str());
-    std::printf("certify: verdict %s%s; %s (judged %s, impl %s)\n  %s\n  %s\n", verdict.c_str(),
-                o.cpuDryRun ? " (CPU DRY RUN, not a certificate)" : "", vline.c_str(), plan.sel.describe().c_str(),
+    std::printf("certify: verdict %s%s (judged %s, impl %s)\n  %s\n  %s\n", verdict.c_str(),
+                o.cpuDryRun ? " (CPU DRY RUN, not a certificate)" : "", plan.sel.describe().c_str(),
                 plan.implLabel.c_str(), (plan.outDir / "certificate.json").c_str(),
                 (plan.outDir / "certificate.md").c_str());
     return verdict == "PASS" ? 0 : 1;

@@ -71,9 +71,10 @@ std::vector<GpuRun> prepareRuns(Plan const& plan);
 // with its error.
 void runJobs(Options const& o, Plan const& plan, std::vector<GpuRun>& runs, Progress& progress);
 
-// ---- jobs (certify_jobs.cc): each runs one child pinned to its GPU with the environment of a `bazel test` run
-// of its own (runfiles, undeclared-outputs and temp directories, gtest JSON output, RC_PARAMS with the property's
-// fixed seed, QSA_BUDGET_SCALE) and turns what it left into one JSON leaf of the certificate and one event line.
+// ---- jobs (certify_jobs.cc): each runs one child pinned to its GPU through tools/engine.sh (certify_plan.h), with
+// the environment of a `bazel test` run of its own (runfiles, undeclared-outputs and temp directories, gtest JSON
+// output, RC_PARAMS with the property's fixed seed, QSA_BUDGET_SCALE) and turns what it left into one JSON leaf of
+// the certificate and one event line.
 
 // One property of a contract binary: --gtest_filter=<id>, its RC_PARAMS; PASS only when the child exited 0 and
 // its gtest JSON has the property passed.

@@ -353,7 +353,8 @@ TEST(Render, MarkdownNamesEverythingAReviewerNeeds) {
           "sm_80, sm_90", "compute_90", "## GPU 0: NVIDIA H200 (sm_90): PASS", "carries SASS for sm_90",
           "| 3. padding | PASS | 4 |",
           "| Padding.PaddedRowsAllMinusOneAndPoisonIgnored | core | none | 4 | 4000000000 | PASS |",
-          "core: PASS, hardened: NONE RUN, ieee differential: PASS, fast differential: NOT JUDGED**",
+          "**certified: core (profiles none, ieee); not certified: hardened (no check judged)**",
+          "- core: PASS (profile none 1/1, ieee 1/1 checks; fast not judged)\n- hardened: NONE RUN",
           "| rsqrt_rn | `f` | 4294967296 | 0 |", "| half_to_float | `f` | 65536 | 0 |", "## Failures\n\nNone."}) {
         EXPECT_NE(md.find(s), std::string::npos) << "missing: " << s << "\n" << md;
     }
@@ -370,104 +371,238 @@ TEST(Render, MarkdownNamesEverythingAReviewerNeeds) {
     EXPECT_NE(fmd.find("RC_PARAMS=\"max_success=4 seed=11\""), std::string::npos);
 }
 
-// Contract section 8: one verdict per level and per profile; what QSA_LEVELS / QSA_PROFILE drop is NOT JUDGED.
-TEST(Verdicts, PerLevelAndProfile) {
+// A certificate of one GPU whose contract holds `props` (id, verdict, and for a fast check its QSA_FAST lines), judged
+// under QSA_LEVELS=levels, QSA_PROFILE=profile (the exhaustive checks, core ieee, are judged only under ieee).
+struct Prop {
+    std::string id, verdict;
+    std::vector<std::string> fast;
+};
+json certWith(std::vector<Prop> const& props, std::string const& levels, std::string const& profile) {
     json c = sampleCertificate();
-    json& props = c["gpus"][0]["contracts"][0]["properties"];
-    json hard = props[0];
-    hard["id"] = "Padding.InvalidDecodeRowsAreInert";
-    hard["verdict"] = "FAIL";
-    json hard2 = hard;
-    hard2["id"] = "Padding.ContextLengthsOutsideRangeActClamped";
-    json ieee = props[0];
-    ieee["id"] = "Differential.PrefillMatchesReference";
-    ieee["verdict"] = "FAIL";
-    props.push_back(hard);
-    props.push_back(hard2);
-    props.push_back(ieee);
-    computeVerdicts(c);
-    EXPECT_EQ(c["verdict_line"], "core: PASS, hardened: FAIL (2 checks), ieee differential: FAIL (1 check), fast "
-                                 "differential: NOT JUDGED");
-    EXPECT_EQ(c["levels"]["core"]["verdict"], "PASS");
-    EXPECT_EQ(c["verdict"], "FAIL");
-    EXPECT_EQ(props[1]["level"], "hardened");
-    std::string const md = renderMarkdown(c);
-    EXPECT_NE(md.find("`Padding.InvalidDecodeRowsAreInert` [level=hardened profile=none]"), std::string::npos) << md;
-
-    // Judging only core without a profile (NOT JUDGED, never a pass) and a fixture replay suite counting each failed
-    // check it names: certify_e2e_test.
+    c["budget"]["levels"] = levels;
+    c["budget"]["profile"] = profile;
+    json& list = c["gpus"][0]["contracts"][0]["properties"];
+    json const stub = list[0];
+    list = json::array();
+    for (Prop const& p : props) {
+        json j = stub;
+        j["id"] = p.id;
+        j["verdict"] = p.verdict;
+        if (!p.fast.empty())
+            j["fast"] = p.fast;
+        list.push_back(j);
+    }
+    return c;
+}
+std::string fastLine(std::string const& id, int64_t elements) {
+    return "QSA_FAST " + id + " judged_elements=" + std::to_string(elements) +
+           " unjudged_elements=12 judged_rows=3000 ambiguous_rows=7 eps_r=2^-21";
+}
+std::vector<std::string> summaryOf(json const& c) {
+    return c["summary"].get<std::vector<std::string>>();
 }
 
-// Contract section 9: under QSA_PROFILE=fast the fast group is judged from its checks' verdicts AND their QSA_FAST
-// lines (summed); ieee differential is NOT JUDGED.
-TEST(Verdicts, FastGroupSumsQsaFastLines) {
-    auto fastCert = [](std::vector<std::string> const& lines0, std::vector<std::string> const& lines1) {
-        json c = sampleCertificate();
-        c["budget"]["profile"] = "fast";
-        json& props = c["gpus"][0]["contracts"][0]["properties"];
-        json a = props[0];
-        a["id"] = "Differential.PrefillWithinFastEnclosure";
-        a["level"] = "core"; // set: these rows are the lead's (checks/registry.tsv); classify keeps what is given
-        a["profile"] = "fast";
-        a["fast"] = lines0;
-        json b = a;
-        b["id"] = "DecodeStages.B2LogitsWithinFastEnclosure";
-        b["fast"] = lines1;
-        props.push_back(a);
-        props.push_back(b);
-        return c;
+// Contract section 8: every check counted once, under its level, with its profile; the first line says at which
+// levels the implementation is certified.
+TEST(Verdicts, AllPassCertifiesEveryLevelJudged) {
+    json c = certWith({{"Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "PASS", {}},
+                       {"Layout.PrefillRowsObeyK4", "PASS", {}},
+                       {"Padding.InvalidDecodeRowsAreInert", "PASS", {}},
+                       {"DecodeStages.B1QPrepMatchesReference", "PASS", {}},
+                       {"DecodeStages.B1QPrepHostilePoolMatchesReference", "PASS", {}}},
+                      "core,hardened", "ieee");
+    computeVerdicts(c);
+    // core: 2 properties (none); a property and the exhaustive checks (ieee).
+    EXPECT_EQ(summaryOf(c),
+              (std::vector<std::string>{"certified: core (profiles none, ieee), hardened (profiles none, ieee)",
+                                        "core: PASS (profile none 2/2, ieee 2/2 checks; fast not judged)",
+                                        "hardened: PASS (profile none 1/1, ieee 1/1 checks; fast not judged)"}));
+    EXPECT_EQ(c["certified_line"], summaryOf(c)[0]);
+    EXPECT_EQ(c["certified"], json::array({"core", "hardened"}));
+    EXPECT_EQ(c["verdict"], "PASS");
+    EXPECT_EQ(c["levels"]["core"]["judged_checks"], 4);
+    EXPECT_EQ(c["levels"]["core"]["profiles"]["ieee"]["passed_checks"], 2);
+    EXPECT_EQ(c["levels"]["core"]["profiles"]["fast"]["verdict"], "NOT JUDGED");
+    EXPECT_EQ(c["levels"]["hardened"]["profiles"]["none"]["verdict"], "PASS");
+    std::string const md = renderMarkdown(c);
+    EXPECT_NE(md.find("# QSA indexer certificate: PASS\n\n**certified: core (profiles none, ieee), hardened (profiles "
+                      "none, ieee)**\n\n- core: PASS (profile none 2/2, ieee 2/2 checks; fast not judged)\n"),
+              std::string::npos)
+        << md;
+}
+
+// The case that read like a numerics failure: under profile fast, core passes (its fast checks judged 1.2M
+// elements) and hardened fails, four of its checks of profile none and one of profile fast. Nothing of hardened
+// is counted under core, nothing of core under hardened.
+TEST(Verdicts, HardenedFastFailureLeavesCoreCertified) {
+    std::string const coreFast = "DecodeStages.B1QPrepWithinFastEnclosure";
+    std::string const hardFast = "DecodeStages.B1QPrepHostilePoolWithinFastEnclosure";
+    json c = certWith({{"Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "PASS", {}},
+                       {coreFast, "PASS", {fastLine(coreFast, 1000000)}},
+                       {"DecodeStages.B2LogitsWithinFastEnclosure",
+                        "PASS",
+                        {fastLine("DecodeStages.B2LogitsWithinFastEnclosure", 200000)}},
+                       {"Padding.InvalidDecodeRowsAreInert", "FAIL", {}},
+                       {"Padding.ContextLengthsOutsideRangeActClamped", "FAIL", {}},
+                       {hardFast, "FAIL", {fastLine(hardFast, 5000)}},
+                       {"DecodeStages.B1QPrepMatchesReference", "NOT_JUDGED", {}}},
+                      "core,hardened", "fast");
+    computeVerdicts(c);
+    EXPECT_EQ(
+        summaryOf(c),
+        (std::vector<std::string>{
+            "certified: core (profiles none, fast); not certified: hardened (3 checks fail)",
+            "core: PASS (profile none 1/1, fast 2/2 checks, 1.2M elements judged at eps_r 2^-21; ieee not judged)",
+            "hardened: FAIL (3 checks: 2 profile none, 1 fast; 5.0k elements judged at eps_r 2^-21; ieee not "
+            "judged)"}));
+    EXPECT_EQ(c["certified"], json::array({"core"}));
+    EXPECT_EQ(c["verdict"], "FAIL");
+    json const& core = c["levels"]["core"];
+    EXPECT_EQ(core["failing"], json::array());
+    EXPECT_EQ(core["fast"]["judged_elements"], 1200000);
+    EXPECT_EQ(core["profiles"]["ieee"]["not_judged"],
+              json::array({"DecodeStages.B1QPrepMatchesReference (GPU 0)", "Exhaustive.Primitives (GPU 0)"}));
+    json const& hard = c["levels"]["hardened"];
+    EXPECT_EQ(hard["profiles"]["fast"]["failing"], json::array({hardFast + " (GPU 0)"}));
+    EXPECT_EQ(hard["profiles"]["none"]["failed_checks"], 2);
+    EXPECT_EQ(hard["fast"]["judged_elements"], 5000);
+    std::string const md = renderMarkdown(c);
+    EXPECT_NE(md.find("- hardened, profile fast: FAIL, 0/1 checks pass\n  - FAIL: " + hardFast + " (GPU 0)\n"),
+              std::string::npos)
+        << md;
+    EXPECT_NE(md.find("`Padding.InvalidDecodeRowsAreInert` [level=hardened profile=none]"), std::string::npos) << md;
+
+    // A hardened fast check that passed without its QSA_FAST line fails under hardened, not under core.
+    json quiet = certWith({{"Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "PASS", {}},
+                           {coreFast, "PASS", {fastLine(coreFast, 1000000)}},
+                           {hardFast, "PASS", {}}},
+                          "core,hardened", "fast");
+    computeVerdicts(quiet);
+    EXPECT_EQ(quiet["levels"]["hardened"]["failing"],
+              json::array({hardFast + " passed without a QSA_FAST line (GPU 0)"}));
+    EXPECT_EQ(quiet["certified_line"],
+              "certified: core (profiles none, fast); not certified: hardened (1 check fails)");
+}
+
+TEST(Verdicts, CoreFailureIsNotCertified) {
+    json c = certWith({{"Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "PASS", {}},
+                       {"Layout.PrefillRowsObeyK4", "FAIL", {}},
+                       {"DecodeStages.B1QPrepMatchesReference", "FAIL", {}},
+                       {"Padding.InvalidDecodeRowsAreInert", "PASS", {}}},
+                      "core,hardened", "ieee");
+    c["gpus"][0]["exhaustive"]["checks"]["rsqrt_rn"]["mismatches"] = 2;
+    computeVerdicts(c);
+    EXPECT_EQ(summaryOf(c), (std::vector<std::string>{
+                                "certified: hardened (profile none); not certified: core (3 checks fail)",
+                                "core: FAIL (3 checks: 1 profile none, 2 ieee; fast not judged)",
+                                "hardened: PASS (profile none 1/1 checks; no ieee check ran; fast not judged)"}));
+    EXPECT_EQ(c["levels"]["core"]["profiles"]["ieee"]["failing"],
+              json::array({"DecodeStages.B1QPrepMatchesReference (GPU 0)", "Exhaustive.Primitives (GPU 0)"}));
+    EXPECT_EQ(c["verdict"], "FAIL");
+}
+
+// What QSA_LEVELS / QSA_PROFILE drop is NOT JUDGED, never PASS, and never certified; a selected level with no
+// judged check is not certified either.
+TEST(Verdicts, LevelsNotSelectedAreNotJudged) {
+    json c = certWith({{"Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "PASS", {}},
+                       {"Padding.InvalidDecodeRowsAreInert", "NOT_JUDGED", {}},
+                       {"DecodeStages.B1QPrepMatchesReference", "NOT_JUDGED", {}}},
+                      "core", "none");
+    computeVerdicts(c);
+    EXPECT_EQ(summaryOf(c),
+              (std::vector<std::string>{"certified: core (profile none); not certified: hardened (NOT JUDGED)",
+                                        "core: PASS (profile none 1/1 checks; ieee, fast not judged)",
+                                        "hardened: NOT JUDGED (QSA_LEVELS=core)"}));
+    EXPECT_EQ(c["levels"]["hardened"]["not_judged"], json::array({"Padding.InvalidDecodeRowsAreInert (GPU 0)"}));
+    EXPECT_EQ(c["levels"]["hardened"]["certified"], false);
+    EXPECT_EQ(c["verdict"], "PASS");
+
+    json none = certWith({{"DecodeStages.B1QPrepHostilePoolMatchesReference", "NOT_JUDGED", {}}}, "hardened", "none");
+    computeVerdicts(none);
+    EXPECT_EQ(summaryOf(none),
+              (std::vector<std::string>{"certified: none; not certified: core (NOT JUDGED), hardened (no check judged)",
+                                        "core: NOT JUDGED (QSA_LEVELS=hardened)",
+                                        "hardened: NONE RUN (no check judged; ieee, fast not judged)"}));
+}
+
+// Contract section 9: under QSA_PROFILE=fast the fast checks are judged from their verdicts AND their QSA_FAST lines
+// (summed per level); ieee is not judged. Under ieee the same fast checks are not judged.
+TEST(Verdicts, FastProfileSumsQsaFastLinesPerLevel) {
+    std::string const a = "Differential.PrefillWithinFastEnclosure", b = "DecodeStages.B2LogitsWithinFastEnclosure";
+    auto fastCert = [&](std::vector<std::string> const& la, std::vector<std::string> const& lb) {
+        return certWith(
+            {{"Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "PASS", {}}, {a, "PASS", la}, {b, "PASS", lb}},
+            "core,hardened", "fast");
     };
-    std::string const la = "QSA_FAST Differential.PrefillWithinFastEnclosure judged_elements=1000000 "
-                           "unjudged_elements=12 judged_rows=3000 ambiguous_rows=7 eps_r=2^-21";
-    std::string const lb = "QSA_FAST DecodeStages.B2LogitsWithinFastEnclosure judged_elements=200000 "
-                           "unjudged_elements=0 judged_rows=1000 ambiguous_rows=5 eps_r=2^-21";
+    std::string const la = fastLine(a, 1000000), lb = fastLine(b, 200000);
     json c = fastCert({la}, {lb});
     computeVerdicts(c);
-    EXPECT_EQ(c["verdict_line"], "core: PASS, hardened: NONE RUN, ieee differential: NOT JUDGED, fast differential: "
-                                 "PASS (judged 1.2M elements, 0.3% rows ambiguous, eps_r 2^-21)");
-    EXPECT_EQ(c["levels"]["fast differential"]["fast"]["judged_elements"], 1200000);
-    EXPECT_EQ(c["levels"]["fast differential"]["fast"]["unjudged_elements"], 12);
-    EXPECT_EQ(c["levels"]["fast differential"]["judged_checks"], 2);
+    EXPECT_EQ(c["summary"][1],
+              "core: PASS (profile none 1/1, fast 2/2 checks, 1.2M elements judged at eps_r 2^-21; ieee not judged)");
+    EXPECT_EQ(c["summary"][2], "hardened: NONE RUN (no check judged; ieee not judged)");
+    EXPECT_EQ(c["levels"]["core"]["fast"]["judged_elements"], 1200000);
+    EXPECT_EQ(c["levels"]["core"]["fast"]["unjudged_elements"], 24);
+    EXPECT_EQ(c["levels"]["core"]["profiles"]["fast"]["judged_checks"], 2);
+    EXPECT_FALSE(c["levels"]["hardened"].contains("fast"));
     EXPECT_EQ(c["verdict"], "PASS");
-    EXPECT_NE(renderMarkdown(c).find("fast differential: PASS (judged 1.2M elements"), std::string::npos);
 
-    // A fast check that passed without its QSA_FAST line: the group FAILS, naming it (never a vacuous pass).
+    // A fast check that passed without its QSA_FAST line: it FAILS, named (never a vacuous pass).
     json none = fastCert({la}, {});
     computeVerdicts(none);
-    EXPECT_EQ(none["levels"]["fast differential"]["verdict"], "FAIL");
-    EXPECT_EQ(none["levels"]["fast differential"]["failing"][0],
-              "DecodeStages.B2LogitsWithinFastEnclosure passed without a QSA_FAST line (GPU 0)");
-    EXPECT_EQ(none["verdict_line"], "core: PASS, hardened: NONE RUN, ieee differential: NOT JUDGED, fast differential: "
-                                    "FAIL (1 check; judged 1.0M elements, 0.2% rows ambiguous, eps_r 2^-21)");
+    EXPECT_EQ(none["levels"]["core"]["failing"], json::array({b + " passed without a QSA_FAST line (GPU 0)"}));
+    EXPECT_EQ(none["summary"][1],
+              "core: FAIL (1 check: 1 profile fast; 1.0M elements judged at eps_r 2^-21; ieee not judged)");
     // A line of another check does not count for it; a malformed line of its own fails it too.
     json other = fastCert({la}, {la});
     computeVerdicts(other);
-    EXPECT_EQ(other["levels"]["fast differential"]["verdict"], "FAIL");
-    json bad = fastCert({la}, {"QSA_FAST DecodeStages.B2LogitsWithinFastEnclosure judged_elements=x"});
+    EXPECT_EQ(other["levels"]["core"]["verdict"], "FAIL");
+    json bad = fastCert({la}, {"QSA_FAST " + b + " judged_elements=x"});
     computeVerdicts(bad);
-    EXPECT_EQ(bad["levels"]["fast differential"]["failing"],
-              json::array({"DecodeStages.B2LogitsWithinFastEnclosure printed a malformed QSA_FAST line (GPU 0)"}));
+    EXPECT_EQ(bad["levels"]["core"]["failing"], json::array({b + " printed a malformed QSA_FAST line (GPU 0)"}));
     EXPECT_EQ(bad["gpus"][0]["contracts"][0]["properties"][2]["verdict"], "FAIL");
     EXPECT_EQ(bad["verdict"], "FAIL");
-    // Lines that judged nothing at all: FAIL (section 9.2: fast never turns vacuous).
-    std::string const zero = "QSA_FAST DecodeStages.B2LogitsWithinFastEnclosure judged_elements=0 "
-                             "unjudged_elements=9 judged_rows=0 ambiguous_rows=0 eps_r=2^-21";
-    std::string const zeroA = "QSA_FAST Differential.PrefillWithinFastEnclosure judged_elements=0 "
-                              "unjudged_elements=9 judged_rows=0 ambiguous_rows=0 eps_r=2^-21";
-    json vacuous = fastCert({zeroA}, {zero});
+    // Lines that judged nothing at all: the level FAILS (section 9.2: fast never turns vacuous).
+    json vacuous = fastCert({fastLine(a, 0)}, {fastLine(b, 0)});
     computeVerdicts(vacuous);
-    EXPECT_EQ(vacuous["levels"]["fast differential"]["verdict"], "FAIL");
-    EXPECT_EQ(vacuous["verdict_line"], "core: PASS, hardened: NONE RUN, ieee differential: NOT JUDGED, fast "
-                                       "differential: FAIL (1 check; judged 0 elements, no rows judged, eps_r 2^-21)");
-    // Not selected (QSA_PROFILE=ieee): NOT JUDGED whatever the lines say; its checks are not counted.
-    json ieee = fastCert({la}, {lb});
-    ieee["budget"]["profile"] = "ieee";
-    for (json& p : ieee["gpus"][0]["contracts"][0]["properties"])
-        if (p["profile"] == "fast")
-            p["verdict"] = "NOT_JUDGED";
+    EXPECT_EQ(vacuous["summary"][1], "core: FAIL (its fast checks judged 0 elements; profile none 1/1, fast 2/2 "
+                                     "checks, 0 elements judged at eps_r 2^-21; ieee not judged)");
+    EXPECT_EQ(vacuous["certified_line"],
+              "certified: none; not certified: core (its fast checks judged 0 elements), hardened (no check judged)");
+    EXPECT_EQ(vacuous["verdict"], "FAIL");
+    // Profile ieee: the same fast checks are not judged (NOT JUDGED whatever their lines say), ieee is.
+    json ieee = certWith({{"Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "PASS", {}},
+                          {a, "NOT_JUDGED", {la}},
+                          {"DecodeStages.B1QPrepMatchesReference", "PASS", {}}},
+                         "core,hardened", "ieee");
     computeVerdicts(ieee);
-    EXPECT_EQ(ieee["levels"]["fast differential"]["verdict"], "NOT JUDGED");
-    EXPECT_FALSE(ieee["levels"]["fast differential"].contains("fast"));
+    EXPECT_EQ(ieee["summary"][1], "core: PASS (profile none 1/1, ieee 2/2 checks; fast not judged)");
+    EXPECT_EQ(ieee["levels"]["core"]["profiles"]["fast"]["not_judged"], json::array({a + " (GPU 0)"}));
+    EXPECT_FALSE(ieee["levels"]["core"].contains("fast"));
+}
+
+// The fixture replay's tests count the checks they name in their levels; an unnamed failure and an unregistered
+// property count in the first selected level; the tests themselves are counted apart.
+TEST(Verdicts, FixtureReplayCountsItsNamedChecks) {
+    json c = certWith({{"Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "PASS", {}}}, "core,hardened", "ieee");
+    json fc = json::array({{{"id", "Fixture.Layout"}, {"level", "core"}, {"profile", "none"}},
+                           {{"id", "Fixture.InvalidDecodeRows"}, {"level", "hardened"}, {"profile", "none"}}});
+    json t = {{"level", "per check"}, {"profile", "per check"}, {"failures", json::array()}};
+    json pass = t, fail = t, skip = t, unnamed = t;
+    pass.update({{"id", "Replay.a"}, {"verdict", "PASS"}, {"failed_checks", json::array()}});
+    fail.update({{"id", "Replay.b"}, {"verdict", "FAIL"}, {"failed_checks", fc}});
+    skip.update({{"id", "Replay.c"}, {"verdict", "NOT_JUDGED"}, {"failed_checks", json::array()}});
+    unnamed.update({{"id", "Replay.d"}, {"verdict", "FAIL"}, {"failed_checks", json::array()}});
+    c["gpus"][0]["suites"] = json::array(
+        {{{"name", "fixture replay"}, {"binary", "fixtures/replay_gpu_test"}, {"tests", {pass, fail, skip, unnamed}}}});
+    computeVerdicts(c);
+    EXPECT_EQ(c["levels"]["core"]["profiles"]["none"]["failing"],
+              json::array({"Fixture.Layout in Replay.b (GPU 0)", "Replay.d (GPU 0)"}));
+    EXPECT_EQ(c["levels"]["hardened"]["profiles"]["none"]["failing"],
+              json::array({"Fixture.InvalidDecodeRows in Replay.b (GPU 0)"}));
+    EXPECT_EQ(c["summary"].back(),
+              "fixture replay: 1/3 fixture tests pass, 1 not judged (the checks they fail are counted in their levels "
+              "above)");
+    EXPECT_EQ(c["fixture_replay"], json({{"tests", 4}, {"passed", 1}, {"failed", 2}, {"not_judged", 1}}));
 }
 
 TEST(Parsers, QsaFastLines) {

@@ -16,7 +16,7 @@
 # Plain mode bounds each binary by BIN_TIMEOUT seconds (default 480, so that a hang still leaves one
 # 10-minute device call its lines; tests tagged large: LARGE_TIMEOUT, default 7200): past it the binary
 # FAILS as "timeout", a crash FAILS as "crash(SIGNAME)". Binaries are launched by tools/engine.sh, which
-# run_mutants.sh shares (the bundle carries it beside this file).
+# run_mutants.sh shares and certify runs for each of its children (the bundle carries it beside this file).
 # QSA_PROFILE defaults to the bundle's PROFILE file (a bundle of another //api:impl, gpu_bundle.sh BUNDLE_IMPL).
 # A binary's own `env` attribute (the bundle's ENV file, e.g. QSA_PROFILE=fast for the profile-fast twin of a
 # stage property, which links the fast-math kernels) is set for that binary as bazel test sets it, over both.

@@ -4,7 +4,9 @@
 # from its runfiles, with TEST_SRCDIR, a fresh TEST_TMPDIR and TEST_UNDECLARED_OUTPUTS_DIR), one that fails, one
 # that crashes, one that hangs, one that passes only under its declared env (the bundle's ENV file, which wins
 # over the caller's), one tagged large. Then the sanitize mode through a fake compute-sanitizer: its summary
-# lines parsed, a finding and a timeout FAIL. Usage: run_all_test.sh RUN_ALL_SH ENGINE_SH
+# lines parsed, a finding and a timeout FAIL. Last, the engine as the command certify runs (`engine.sh run`): its
+# outcome line and exit status for each verdict, KEY=VALUE and --declared, a bad command line.
+# Usage: run_all_test.sh RUN_ALL_SH ENGINE_SH
 set -uo pipefail
 tmp=$(mktemp -d "${TEST_TMPDIR:-/tmp}/run_all_test.XXXXXX")
 b=$tmp/bundle
@@ -28,7 +30,8 @@ gtest_ok='echo "[==========] 3 tests from 1 test suite ran. (1 ms total)"; echo 
 fake kernels/pass_test "
 [[ \$PWD == \"$b/tests/kernels/pass_test.runfiles/qsa_indexer\" ]] || { echo \"cwd \$PWD\"; exit 3; }
 [[ \$TEST_SRCDIR == \"$b/tests/kernels/pass_test.runfiles\" && \$TEST_WORKSPACE == qsa_indexer ]] || { echo srcdir; exit 3; }
-touch \"\$TEST_TMPDIR/x\" && [[ -d \$TEST_UNDECLARED_OUTPUTS_DIR ]] || { echo tmpdirs; exit 3; }
+[[ \$RUNFILES_DIR == \"\$TEST_SRCDIR\" ]] || { echo runfiles_dir; exit 3; }
+touch \"\$TEST_TMPDIR/x\" && [[ -d \$TEST_UNDECLARED_OUTPUTS_DIR && \$TMPDIR == \"\$TEST_TMPDIR\" ]] || { echo tmpdirs; exit 3; }
 $gtest_ok"
 fake kernels/fail_test 'echo "[==========] 2 tests from 1 test suite ran. (1 ms total)"; echo "[  PASSED  ] 1 test."
 echo "[  FAILED  ] Fake.Fails"; exit 1'
@@ -102,6 +105,38 @@ expect "$o" '^racecheck +kernels/pass_test +errors=0 +hazards=0 .* PASS$' "sanit
 expect "$o" '^racecheck +properties/env_test +errors=1 +hazards=1 .* FAIL  \(sanitizer findings' "sanitize: finding"
 expect "$o" '^memcheck +kernels/hang_test .* FAIL  \(timeout after 3 s' "sanitize: timeout"
 expect "$o" '^run_all --sanitize: 2/10 pairs PASS' "sanitize: summary"
+
+# 4. The command form (certify's children): one outcome line, CMD's exit status, the declared env set last.
+engine_cmd() { # name expected-rc args...
+    local name=$1 want=$2 rc
+    shift 2
+    bash "$b/engine.sh" run "$@" >"$tmp/cmd_$name.out" 2>&1
+    rc=$?
+    ((rc == want)) || say "command $name: exit $rc, expected $want"
+}
+engine_cmd pass 0 "$tmp/c_pass.log" 5 "$b/tests/kernels/pass_test.runfiles" -- "$b/tests/kernels/pass_test"
+expect "$tmp/cmd_pass.out" '^engine: outcome=pass rc=0 ms=[0-9]+$' "command: pass"
+expect "$tmp/c_pass.log" '^\[  PASSED  \] 3 tests' "command: the output goes to LOG"
+engine_cmd fail 1 "$tmp/c_fail.log" 5 "" -- "$b/tests/kernels/fail_test"
+expect "$tmp/cmd_fail.out" '^engine: outcome=fail rc=1 ' "command: fail"
+engine_cmd crash 139 "$tmp/c_crash.log" 5 "" -- "$b/tests/kernels/crash_test"
+expect "$tmp/cmd_crash.out" '^engine: outcome=crash\(SEGV\) rc=139 ' "command: crash"
+engine_cmd hang 124 "$tmp/c_hang.log" 0.5 "" -- "$b/tests/kernels/hang_test"
+expect "$tmp/cmd_hang.out" '^engine: outcome=timeout rc=124 ' "command: hang"
+# KEY=VALUE set for the child; the declared env (ENV file) set after it, so it wins.
+QSA_PROFILE=ieee engine_cmd env 0 --declared "$b/ENV" properties/env_test "$tmp/c_env.log" 5 "" QSA_PROFILE=none \
+    -- "$b/tests/properties/env_test"
+expect "$tmp/cmd_env.out" '^engine: outcome=pass rc=0 ' "command: declared env"
+engine_cmd env_kv 0 "$tmp/c_kv.log" 5 "" QSA_PROFILE=fast -- "$b/tests/properties/env_test"
+expect "$tmp/cmd_env_kv.out" '^engine: outcome=pass rc=0 ' "command: KEY=VALUE"
+QSA_PROFILE=fast engine_cmd env_over 1 --declared "$b/ENV" kernels/pass_test "$tmp/c_over.log" 5 "" \
+    QSA_PROFILE=ieee -- "$b/tests/properties/env_test"
+expect "$tmp/cmd_env_over.out" '^engine: outcome=fail rc=1 ' "command: KEY=VALUE over the caller's env"
+engine_cmd usage 2 "$tmp/c_u.log" 5 "" NOT-A-KV -- "$b/tests/kernels/pass_test"
+expect "$tmp/cmd_usage.out" "^engine: 'NOT-A-KV' is not KEY=VALUE" "command: bad KEY=VALUE"
+! grep -q '^engine: outcome=' "$tmp/cmd_usage.out" || say "command: an outcome line after a bad command line"
+engine_cmd nocmd 2 "$tmp/c_n.log" 5 "" --
+expect "$tmp/cmd_nocmd.out" '^engine: no command after --' "command: no command"
 
 if ((fail == 0)); then echo "run_all_test: PASS"; else cat "$tmp"/*.out; fi
 exit $fail

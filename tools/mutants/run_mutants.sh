@@ -70,7 +70,8 @@ PIPELINE_ORDER=(
 )
 
 here=$(cd "$(dirname "$0")" && pwd)
-# The launcher shared with run_all.sh: beside this script in a bundle (`build` copies it), tools/ in the repo.
+# The launcher shared with run_all.sh and certify: beside this script in a bundle (`build` copies it), tools/ in
+# the repo.
 engine=$here/engine.sh
 [[ -f $engine ]] || engine=$here/../engine.sh
 # shellcheck source=tools/engine.sh
