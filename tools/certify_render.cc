@@ -488,6 +488,16 @@ std::string renderMarkdown(json const& cert) {
     md << "| judged | " << budget.value("levels", "core,hardened") << ", profile " << budget.value("profile", "ieee")
        << " (QSA_LEVELS / QSA_PROFILE) |\n";
     md << "| implementation under test | `" << budget.value("impl", "unknown") << "` |\n";
+    // The kit (//api:loaded): the library file itself, so the verdict is tied to one build of it.
+    json const lib = cert.value("implementation", json::object()).value("library", json::object());
+    if (!lib.empty()) {
+        md << "| library | `" << lib.value("path", "?") << "`, " << lib.value("bytes", uint64_t(0)) << " bytes |\n";
+        md << "| library sha256 | `" << lib.value("sha256", "?") << "` |\n";
+        md << "| library ELF build id | `" << lib.value("build_id", "none") << "` |\n";
+        md << "| library CUDA runtime | " << lib.value("cuda_runtime", "?") << "; device code: " << lib.value("nvcc", "?")
+           << " |\n";
+        md << "| library check | " << lib.value("check", "") << " |\n";
+    }
     md << "| GPUs certified | " << cert.value("gpus", json::array()).size() << " |\n\n";
     md << "Per level and profile (contract section 8):\n\n";
     json const levels = cert.value("levels", json::object()); // items() must not outlive it

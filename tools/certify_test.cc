@@ -371,6 +371,31 @@ TEST(Render, MarkdownNamesEverythingAReviewerNeeds) {
     EXPECT_NE(fmd.find("RC_PARAMS=\"max_success=4 seed=11\""), std::string::npos);
 }
 
+// The kit's certificate names the library file beside the GPU and driver (issue 34): path, size, sha256, build id,
+// CUDA runtime and the load check; a linked-in implementation has no library rows.
+TEST(Render, MarkdownNamesTheLibraryUnderTest) {
+    json c = sampleCertificate();
+    computeVerdicts(c);
+    EXPECT_EQ(renderMarkdown(c).find("| library"), std::string::npos);
+    c["implementation"] = {{"label", "@//api:loaded"},
+                           {"library",
+                            {{"path", "/k/libqsa.so"},
+                             {"bytes", 6040736},
+                             {"sha256", "66fc99d3"},
+                             {"build_id", "89ba2eb1"},
+                             {"cuda_runtime", "static (libcudart_static linked in, its symbols hidden)"},
+                             {"nvcc", "Cuda compilation tools, release 13.0, V13.0.88"},
+                             {"check", "6 API symbols resolved"}}}};
+    std::string const md = renderMarkdown(c);
+    for (char const* s : {"| library | `/k/libqsa.so`, 6040736 bytes |\n", "| library sha256 | `66fc99d3` |\n",
+                          "| library ELF build id | `89ba2eb1` |\n",
+                          "| library CUDA runtime | static (libcudart_static linked in, its symbols hidden); device code: "
+                          "Cuda compilation tools, release 13.0, V13.0.88 |\n",
+                          "| library check | 6 API symbols resolved |\n"}) {
+        EXPECT_NE(md.find(s), std::string::npos) << "missing: " << s << "\n" << md;
+    }
+}
+
 // A certificate of one GPU whose contract holds `props` (id, verdict, and for a fast check its QSA_FAST lines), judged
 // under QSA_LEVELS=levels, QSA_PROFILE=profile (the exhaustive checks, core ieee, are judged only under ieee).
 struct Prop {
