@@ -83,8 +83,9 @@ ElfFacts readElfFacts(std::string const& img) {
         return f;
     }
     if (eh.e_type != ET_DYN) {
-        char const* kind = eh.e_type == ET_REL ? "a relocatable object (.o)" : eh.e_type == ET_EXEC ? "an executable"
-                                                                                                    : "an ELF file";
+        char const* kind = eh.e_type == ET_REL    ? "a relocatable object (.o)"
+                           : eh.e_type == ET_EXEC ? "an executable"
+                                                  : "an ELF file";
         f.error = std::string("not a shared library (") + kind + ", ELF type " + std::to_string(eh.e_type) + ")";
         return f;
     }
@@ -119,8 +120,8 @@ ElfFacts readElfFacts(std::string const& img) {
         while (off < end && at(img, off, nh)) {
             uint64_t const name = off + sizeof(nh);
             uint64_t const desc = name + ((nh.n_namesz + 3) & ~3ull);
-            if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && cString(img, name) == "GNU" &&
-                desc <= img.size() && img.size() - desc >= nh.n_descsz) {
+            if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && cString(img, name) == "GNU" && desc <= img.size() &&
+                img.size() - desc >= nh.n_descsz) {
                 f.buildId = hex(reinterpret_cast<unsigned char const*>(img.data() + desc), nh.n_descsz);
             }
             off = desc + ((nh.n_descsz + 3) & ~3ull);
@@ -129,17 +130,27 @@ ElfFacts readElfFacts(std::string const& img) {
     uint64_t strtab = 0, symtab = 0;
     std::vector<uint64_t> neededOffsets;
     uint64_t sonameOffset = UINT64_MAX;
-    for (uint64_t off = dyn.p_offset; off + sizeof(Elf64_Dyn) <= dyn.p_offset + dyn.p_filesz; off += sizeof(Elf64_Dyn)) {
+    for (uint64_t off = dyn.p_offset; off + sizeof(Elf64_Dyn) <= dyn.p_offset + dyn.p_filesz;
+         off += sizeof(Elf64_Dyn)) {
         Elf64_Dyn d{};
         if (!at(img, off, d) || d.d_tag == DT_NULL) {
             break;
         }
         switch (d.d_tag) {
-        case DT_NEEDED: neededOffsets.push_back(d.d_un.d_val); break;
-        case DT_SONAME: sonameOffset = d.d_un.d_val; break;
-        case DT_STRTAB: strtab = d.d_un.d_ptr; break;
-        case DT_SYMTAB: symtab = d.d_un.d_ptr; break;
-        default: break;
+        case DT_NEEDED:
+            neededOffsets.push_back(d.d_un.d_val);
+            break;
+        case DT_SONAME:
+            sonameOffset = d.d_un.d_val;
+            break;
+        case DT_STRTAB:
+            strtab = d.d_un.d_ptr;
+            break;
+        case DT_SYMTAB:
+            symtab = d.d_un.d_ptr;
+            break;
+        default:
+            break;
         }
     }
     uint64_t strOff = 0;

@@ -43,8 +43,7 @@ void runners(char const* name) {
     pool.numPages = 77;
     auto stream = reinterpret_cast<cudaStream_t>(uintptr_t(0x5150));
     call(std::string("prefill<") + name + ">", [&] {
-        tk::runQsaIndexerPrefill<T>(out, q, nullptr, nullptr, w, nullptr, 0.25f, nullptr, 4096, 3, 65, &pool,
-                                    stream);
+        tk::runQsaIndexerPrefill<T>(out, q, nullptr, nullptr, w, nullptr, 0.25f, nullptr, 4096, 3, 65, &pool, stream);
         print(std::string("prefill<") + name + ">", out, 9);
     });
     call(std::string("decode<") + name + ">", [&] {

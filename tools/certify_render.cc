@@ -494,8 +494,8 @@ std::string renderMarkdown(json const& cert) {
         md << "| library | `" << lib.value("path", "?") << "`, " << lib.value("bytes", uint64_t(0)) << " bytes |\n";
         md << "| library sha256 | `" << lib.value("sha256", "?") << "` |\n";
         md << "| library ELF build id | `" << lib.value("build_id", "none") << "` |\n";
-        md << "| library CUDA runtime | " << lib.value("cuda_runtime", "?") << "; device code: " << lib.value("nvcc", "?")
-           << " |\n";
+        md << "| library CUDA runtime | " << lib.value("cuda_runtime", "?")
+           << "; device code: " << lib.value("nvcc", "?") << " |\n";
         md << "| library check | " << lib.value("check", "") << " |\n";
     }
     md << "| GPUs certified | " << cert.value("gpus", json::array()).size() << " |\n\n";

@@ -387,11 +387,12 @@ TEST(Render, MarkdownNamesTheLibraryUnderTest) {
                              {"nvcc", "Cuda compilation tools, release 13.0, V13.0.88"},
                              {"check", "6 API symbols resolved"}}}};
     std::string const md = renderMarkdown(c);
-    for (char const* s : {"| library | `/k/libqsa.so`, 6040736 bytes |\n", "| library sha256 | `66fc99d3` |\n",
-                          "| library ELF build id | `89ba2eb1` |\n",
-                          "| library CUDA runtime | static (libcudart_static linked in, its symbols hidden); device code: "
-                          "Cuda compilation tools, release 13.0, V13.0.88 |\n",
-                          "| library check | 6 API symbols resolved |\n"}) {
+    for (char const* s :
+         {"| library | `/k/libqsa.so`, 6040736 bytes |\n", "| library sha256 | `66fc99d3` |\n",
+          "| library ELF build id | `89ba2eb1` |\n",
+          "| library CUDA runtime | static (libcudart_static linked in, its symbols hidden); device code: "
+          "Cuda compilation tools, release 13.0, V13.0.88 |\n",
+          "| library check | 6 API symbols resolved |\n"}) {
         EXPECT_NE(md.find(s), std::string::npos) << "missing: " << s << "\n" << md;
     }
 }

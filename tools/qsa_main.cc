@@ -439,9 +439,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> replayDirs;
     bool verbose = true;
     auto* rep = app.add_subcommand("replay", "replay fixture directories; one line per fixture");
-    auto* repImpl =
-        rep->add_option("--impl", replayImpl, "reference or gpu (default " + defaultImpl + ")")
-            ->check(CLI::IsMember({"reference", "gpu"}));
+    auto* repImpl = rep->add_option("--impl", replayImpl, "reference or gpu (default " + defaultImpl + ")")
+                        ->check(CLI::IsMember({"reference", "gpu"}));
     rep->add_option("--profile", replayProfile,
                     "ieee (bit for bit), fast (E1-E5 of contract section 9) or none; "
                     "default $QSA_PROFILE, else ieee")
