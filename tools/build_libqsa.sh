@@ -81,6 +81,7 @@ if [[ $cudart == static ]]; then
 else
     rt=(-L"$cuda/lib64" -lcudart)
 fi
+# shellcheck disable=SC2054  # -Wl,--build-id is one linker flag
 link=(g++ -shared -o "$out" "$objdir"/*.o "${rt[@]}" -Wl,--build-id)
 echo "${link[*]}"
 "${link[@]}"
