@@ -108,20 +108,12 @@ void runQsaIndexerDecode(int32_t* outIdx, T const* indexQk, float const* cosSin,
     outIdx[9] = int32_t(reinterpret_cast<char const*>(splitCounters) - reinterpret_cast<char const*>(outIdx));
 }
 
-template void runQsaIndexerPrefill<__half>(int32_t*, __half const*, float const*, int32_t const*, __half const*,
-                                           __half const*, float, void*, size_t, int32_t, int32_t,
-                                           QsaIndexerPoolState const*, cudaStream_t);
-template void runQsaIndexerPrefill<__nv_bfloat16>(int32_t*, __nv_bfloat16 const*, float const*, int32_t const*,
-                                                  __nv_bfloat16 const*, __nv_bfloat16 const*, float, void*, size_t,
-                                                  int32_t, int32_t, QsaIndexerPoolState const*, cudaStream_t);
-template void runQsaIndexerDecode<__half>(int32_t*, __half const*, float const*, int32_t const*, __half const*,
-                                          __half const*, float, QsaIndexerPoolState const&, int32_t*, void*, size_t,
-                                          int32_t, int32_t, cudaStream_t);
+// The four instantiations, their signatures taken from the templates above (the header's).
+template decltype(runQsaIndexerPrefill<__half>) runQsaIndexerPrefill<__half>;
+template decltype(runQsaIndexerPrefill<__nv_bfloat16>) runQsaIndexerPrefill<__nv_bfloat16>;
+template decltype(runQsaIndexerDecode<__half>) runQsaIndexerDecode<__half>;
 #ifndef FAKE_OMIT_DECODE_BF16
-template void runQsaIndexerDecode<__nv_bfloat16>(int32_t*, __nv_bfloat16 const*, float const*, int32_t const*,
-                                                 __nv_bfloat16 const*, __nv_bfloat16 const*, float,
-                                                 QsaIndexerPoolState const&, int32_t*, void*, size_t, int32_t, int32_t,
-                                                 cudaStream_t);
+template decltype(runQsaIndexerDecode<__nv_bfloat16>) runQsaIndexerDecode<__nv_bfloat16>;
 #endif
 
 } // namespace kernel
