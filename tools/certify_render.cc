@@ -481,8 +481,12 @@ std::string renderMarkdown(json const& cert) {
     md << "| driver | " << cuda.value("driver_release", "unknown") << " (driver API CUDA "
        << cudaVersion(cuda.value("driver_api_version", json())) << ")" << (module.empty() ? "" : "; " + module)
        << " |\n";
-    md << "| compiled SASS | " << joinArchs(build.value("sass_archs", json::array()), "sm_") << " |\n";
-    md << "| compiled PTX | " << joinArchs(build.value("ptx_archs", json::array()), "compute_") << " |\n";
+    // The kit (//api:loaded): these rows describe the kit's binaries; the library carries its own code.
+    bool const kit = !cert.value("implementation", json::object()).value("library", json::object()).empty();
+    md << "| compiled SASS" << (kit ? " (the kit's binaries, not the library)" : "") << " | "
+       << joinArchs(build.value("sass_archs", json::array()), "sm_") << " |\n";
+    md << "| compiled PTX" << (kit ? " (the kit's binaries)" : "") << " | "
+       << joinArchs(build.value("ptx_archs", json::array()), "compute_") << " |\n";
     md << "| budget | scale " << budget.value("scale", 1.0) << ", base seed " << budget.value("base_seed", uint64_t(0))
        << ", exhaustive " << (budget.value("exhaustive", true) ? "yes" : "no") << " |\n";
     md << "| judged | " << budget.value("levels", "core,hardened") << ", profile " << budget.value("profile", "ieee")
