@@ -180,23 +180,9 @@ std::vector<std::string> prefillRegionNames(ref::PrefillCase const& c, std::vect
         for (int32_t t = 2051; t < ctx; ++t)
             rows.push_back({int64_t(b) * S + t, (t + 1) / 4});
     }
-    std::map<std::string, bool> hit = {{"nvis_gt_512", r.nVisGt512},
-                                       {"tie_at_rank_512", anyTie(logits, MB, rows)},
-                                       {"chunked", r.chunked},
-                                       {"chunk_at_t0", r.chunkAtSeqStart},
-                                       {"chunk_at_ctx_minus_1", r.chunkAtLastValid},
-                                       {"chunk_in_padding", r.chunkInPadding},
-                                       {"chunk_at_block_edge", r.chunkAtBlockEdge},
-                                       {"bf16", r.bf16},
-                                       {"tiny_subnormal_sum", r.tinySubnormalSum},
-                                       {"huge", r.huge},
-                                       {"nonfinite_valid", r.nonFiniteValid},
-                                       {"nonfinite_padding", r.nonFinitePadding},
-                                       {"page_crossed", r.pageCrossed},
-                                       {"padded_rows", padded},
-                                       {"hole_used", r.holeUsed},
-                                       {"out_of_plane_used", r.outOfPlaneUsed},
-                                       {"truncated_hit", r.truncatedHit}};
+    std::map<std::string, bool> hit = {{"tie_at_rank_512", anyTie(logits, MB, rows)}, {"padded_rows", padded}};
+    for (NamedRegion const& n : named(r))
+        hit[n.name] = n.hit;
     return hitNames(hit);
 }
 
@@ -214,19 +200,11 @@ std::vector<std::string> decodeRegionNames(ref::DecodeCase const& d, std::vector
         if (!bad)
             rows.push_back({b, c / 4});
     }
-    std::map<std::string, bool> hit = {{"nvis_gt_512", r.nVisGt512},
-                                       {"tie_at_rank_512", anyTie(logits, d.maxBlocks, rows)},
-                                       {"bf16", r.bf16},
-                                       {"hole_used", r.holeUsed},
-                                       {"out_of_plane_used", r.outOfPlaneUsed},
-                                       {"truncated_hit", r.truncatedHit},
-                                       {"block_completes", r.blockCompletes},
-                                       {"page_edge", r.pageEdge},
+    std::map<std::string, bool> hit = {{"tie_at_rank_512", anyTie(logits, d.maxBlocks, rows)},
                                        {"invalid_row", invalid},
-                                       {"valid_at_floor_edge", edge},
-                                       {"huge", r.huge},
-                                       {"nonfinite_valid", r.nonFiniteValid},
-                                       {"nonfinite_invalid_row", r.nonFiniteInvalid}};
+                                       {"valid_at_floor_edge", edge}};
+    for (NamedRegion const& n : named(r))
+        hit[n.name] = n.hit;
     return hitNames(hit);
 }
 
