@@ -51,33 +51,21 @@ struct RecipeInfo {
     std::vector<std::string> reach; // regions it can reach (for --regions)
 };
 
-std::vector<std::string> const kPayloadRegions = {"bf16",
-                                                  "tiny_subnormal_sum",
-                                                  "huge",
-                                                  "nonfinite_valid",
-                                                  "nonfinite_padding",
-                                                  "page_crossed",
-                                                  "padded_rows",
-                                                  "nvis_gt_512",
-                                                  "tie_at_rank_512",
-                                                  "chunked",
-                                                  "chunk_at_t0",
-                                                  "chunk_at_ctx_minus_1",
-                                                  "chunk_in_padding",
-                                                  "chunk_at_block_edge"};
-
-std::vector<std::string> plus(std::vector<std::string> v, std::vector<std::string> const& more) {
-    v.insert(v.end(), more.begin(), more.end());
+// The regions a prefill recipe can reach: prefillRegions' (the pool's too when `pool`), padded rows, ties at rank 512.
+std::vector<std::string> prefillReach(bool pool) {
+    std::vector<std::string> v = {"padded_rows", "tie_at_rank_512"};
+    for (NamedRegion const& n : named(PrefillRegions{}))
+        if (pool || !n.pool)
+            v.push_back(n.name);
     return v;
 }
 
 std::vector<RecipeInfo> const& recipes() {
     static std::vector<RecipeInfo> const r = {
-        {Recipe::kPrefill, "prefill", kPayloadRegions},
-        {Recipe::kPrefillPool, "prefill_pool", kPayloadRegions},
-        {Recipe::kPrefillHostile, "prefill_hostile_pool",
-         plus(kPayloadRegions, {"hole_used", "out_of_plane_used", "truncated_hit"})},
-        {Recipe::kPrefillTies, "prefill_ties", kPayloadRegions},
+        {Recipe::kPrefill, "prefill", prefillReach(false)},
+        {Recipe::kPrefillPool, "prefill_pool", prefillReach(false)},
+        {Recipe::kPrefillHostile, "prefill_hostile_pool", prefillReach(true)},
+        {Recipe::kPrefillTies, "prefill_ties", prefillReach(false)},
         {Recipe::kDecode,
          "decode",
          {"bf16", "block_completes", "page_edge", "valid_at_floor_edge", "huge", "nonfinite_valid"}},
