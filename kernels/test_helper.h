@@ -205,7 +205,7 @@ template <typename E>
     b.params = o.params;
     b.rowWidth = o.rowWidth;
     b.value = testlib::BitsValue::kT;
-    b.dt = o.dt;
+    b.tValue = ref::toFloatOf(o.dt);
     b.maxPrint = o.maxPrint;
     std::string const m = testlib::bitsDiffReport(actual, expected, b);
     if (m.empty())

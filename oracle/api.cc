@@ -176,7 +176,7 @@ void runQsaIndexerPrefill(int32_t* outIdx, T const* indexQk, float const* cosSin
     if (poolState != nullptr)
         pool = args.pool(*poolState);
 
-    qsa::oracle::DefaultFpEnv const fpEnv;
+    qsa::oracle::FpEnvGuard const fpEnv;
     qsa::oracle::PrefillIo io;
     setInputs(io, outIdx, indexQk, cosSin, contextLengths, wQ, wK, rmsEps);
     io.B = batchSize;
@@ -207,7 +207,7 @@ void runQsaIndexerDecode(int32_t* outIdx, T const* indexQk, float const* cosSin,
                    "getQsaIndexerDecodeWorkspaceSize(maxBatchSize = " + std::to_string(batchSize) +
                        ", maxBlocks = " + std::to_string(maxBlocks) + ")");
 
-    qsa::oracle::DefaultFpEnv const fpEnv;
+    qsa::oracle::FpEnvGuard const fpEnv;
     qsa::oracle::DecodeIo io;
     setInputs(io, outIdx, indexQk, cosSin, contextLengths, wQ, wK, rmsEps);
     io.pool = args.pool(poolState);

@@ -156,7 +156,7 @@ __attribute__((always_inline)) inline float logitOf(float const qIn[kHeads * kDi
     // The head sum (F1): prefill in the order 3, 2, 1, 0; decode pairwise (r0 + r1) + (r2 + r3).
     float const acc = F == Flavor::kPrefill ? ftz(ftz(ftz(r[3] + r[2], F) + r[1], F) + r[0], F)
                                             : ftz(ftz(r[0] + r[1], F) + ftz(r[2] + r[3], F), F);
-    return ftz(acc * floatOf(0x3DB504F3u), F);
+    return ftz(acc * bitsFloat(0x3DB504F3u), F);
 }
 
 } // namespace

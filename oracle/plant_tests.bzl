@@ -166,14 +166,15 @@ def _expect_failure_test(test, lib, p, env = None, tags = None):
             ":" + lib,
         ],
     )
+    _expect_test(test, "expect_failure.sh", binary, [p.filter] + ["'%s'" % e for e in p.expect], env, tags)
+
+def _expect_test(name, script, binary, args, env = None, tags = None):
+    """The sh_test `name`: script (expect_failure.sh / expect_pass.sh) on a property binary with args."""
     native.sh_test(
-        name = test,
+        name = name,
         size = "medium",
-        srcs = ["expect_failure.sh"],
-        args = [
-            "$(location :%s)" % binary,
-            p.filter,
-        ] + ["'%s'" % e for e in p.expect],
+        srcs = [script],
+        args = ["$(location :%s)" % binary] + args,
         data = [":" + binary],
         env = env,
         tags = tags,
@@ -239,17 +240,7 @@ def plant_tests(name = "plant_tests"):
         pass_filter = getattr(p, "pass_filter", None)
         if pass_filter:
             pass_test = "plant%d_pass_test" % p.plant
-            native.sh_test(
-                name = pass_test,
-                size = "medium",
-                srcs = ["expect_pass.sh"],
-                args = [
-                    "$(location :%s)" % binary,
-                    "'%s'" % pass_filter,
-                    p.pass_levels,
-                ],
-                data = [":" + binary],
-            )
+            _expect_test(pass_test, "expect_pass.sh", binary, ["'%s'" % pass_filter, p.pass_levels])
             tests.append(pass_test)
     for p in FAST_PLANTS:
         lib = "oracle_fast_plant%d" % p.plant

@@ -134,7 +134,7 @@ QSA_ORACLE_CLONES float logit(float const q[kHeads * kDim], float const kbar[kDi
     acc = acc + relu(dot[1]);
     acc = acc + relu(dot[2]);
     acc = acc + relu(dot[3]);
-    return acc * floatOf(0x3DB504F3u);
+    return acc * bitsFloat(0x3DB504F3u);
 }
 
 } // namespace oracle

@@ -1,12 +1,11 @@
 // The scalar steps of CONTRACT.md section 4 (profile `ieee`), written literally: lane arrays of 32, the
 // butterfly, fma where the contract says fma and two roundings where it writes a product and a sum (this
 // package is built with -ffp-contract=off). Only the casts to/from T and the correctly rounded 1/sqrt come
-// from reference/numerics.h (the primitives verified on all 2^32 inputs); everything else is written here.
+// from reference/numerics.h (the primitives verified on all 2^32 inputs), with its bit casts and FP environment
+// guard; everything else is written here.
 #pragma once
 
-#include <cfenv>
 #include <cstdint>
-#include <cstring>
 
 #include "reference/numerics.h"
 
@@ -34,31 +33,11 @@ inline uint16_t toT(Act a, float f) {
     return a == Act::kHalf ? ref::floatToHalf(f) : ref::floatToBf16(f);
 }
 
-inline uint32_t bitsOf(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
-inline float floatOf(uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
-
-// Round to nearest even, no flush to zero, for the lifetime of the object (the caller's mode restored).
-class DefaultFpEnv {
-public:
-    DefaultFpEnv() {
-        std::fegetenv(&saved_);
-        std::fesetenv(FE_DFL_ENV);
-    }
-    ~DefaultFpEnv() { std::fesetenv(&saved_); }
-    DefaultFpEnv(DefaultFpEnv const&) = delete;
-    DefaultFpEnv& operator=(DefaultFpEnv const&) = delete;
-
-private:
-    std::fenv_t saved_;
-};
+// The bit casts and the default FP environment (round to nearest even, no flush to zero, the caller's mode
+// restored) are reference/numerics.h's: memcpy and fesetenv, no arithmetic of the contract.
+using ref::bitsFloat;
+using ref::floatBits;
+using ref::FpEnvGuard;
 
 // warpSum: for m in 16, 8, 4, 2, 1: p[l] = p[l] + p[l ^ m] for all l simultaneously; the answer is p[0].
 float warpSum(float const p[kLanes]);

@@ -26,7 +26,7 @@ float contractLogit(float const q[kHeads * kDim], float const kbar[kDim]) {
         dot[h] = warpSum(partial);
     }
     float const s = ((relu(dot[0]) + relu(dot[1])) + relu(dot[2])) + relu(dot[3]);
-    return s * floatOf(0x3DB504F3u);
+    return s * bitsFloat(0x3DB504F3u);
 }
 
 // One input of the given mode, drawn with the portable generator (testing/rng.h), so that the cases are the same
@@ -66,7 +66,7 @@ TEST(OracleScalar, LogitLane0ConeEqualsFullButterfly) {
             nanInputs += std::isnan(x) ? 1 : 0;
         }
         float const got = logit(q, k), want = contractLogit(q, k);
-        ASSERT_EQ(bitsOf(got), bitsOf(want))
+        ASSERT_EQ(floatBits(got), floatBits(want))
             << "seed " << kSeed << " case " << n << " mode " << mode << ": " << got << " vs " << want;
         ++cases;
         nonzero += got != 0.0f ? 1 : 0;

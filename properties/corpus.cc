@@ -51,33 +51,21 @@ struct RecipeInfo {
     std::vector<std::string> reach; // regions it can reach (for --regions)
 };
 
-std::vector<std::string> const kPayloadRegions = {"bf16",
-                                                  "tiny_subnormal_sum",
-                                                  "huge",
-                                                  "nonfinite_valid",
-                                                  "nonfinite_padding",
-                                                  "page_crossed",
-                                                  "padded_rows",
-                                                  "nvis_gt_512",
-                                                  "tie_at_rank_512",
-                                                  "chunked",
-                                                  "chunk_at_t0",
-                                                  "chunk_at_ctx_minus_1",
-                                                  "chunk_in_padding",
-                                                  "chunk_at_block_edge"};
-
-std::vector<std::string> plus(std::vector<std::string> v, std::vector<std::string> const& more) {
-    v.insert(v.end(), more.begin(), more.end());
+// The regions a prefill recipe can reach: prefillRegions' (the pool's too when `pool`), padded rows, ties at rank 512.
+std::vector<std::string> prefillReach(bool pool) {
+    std::vector<std::string> v = {"padded_rows", "tie_at_rank_512"};
+    for (NamedRegion const& n : named(PrefillRegions{}))
+        if (pool || !n.pool)
+            v.push_back(n.name);
     return v;
 }
 
 std::vector<RecipeInfo> const& recipes() {
     static std::vector<RecipeInfo> const r = {
-        {Recipe::kPrefill, "prefill", kPayloadRegions},
-        {Recipe::kPrefillPool, "prefill_pool", kPayloadRegions},
-        {Recipe::kPrefillHostile, "prefill_hostile_pool",
-         plus(kPayloadRegions, {"hole_used", "out_of_plane_used", "truncated_hit"})},
-        {Recipe::kPrefillTies, "prefill_ties", kPayloadRegions},
+        {Recipe::kPrefill, "prefill", prefillReach(false)},
+        {Recipe::kPrefillPool, "prefill_pool", prefillReach(false)},
+        {Recipe::kPrefillHostile, "prefill_hostile_pool", prefillReach(true)},
+        {Recipe::kPrefillTies, "prefill_ties", prefillReach(false)},
         {Recipe::kDecode,
          "decode",
          {"bf16", "block_completes", "page_edge", "valid_at_floor_edge", "huge", "nonfinite_valid"}},
@@ -180,23 +168,9 @@ std::vector<std::string> prefillRegionNames(ref::PrefillCase const& c, std::vect
         for (int32_t t = 2051; t < ctx; ++t)
             rows.push_back({int64_t(b) * S + t, (t + 1) / 4});
     }
-    std::map<std::string, bool> hit = {{"nvis_gt_512", r.nVisGt512},
-                                       {"tie_at_rank_512", anyTie(logits, MB, rows)},
-                                       {"chunked", r.chunked},
-                                       {"chunk_at_t0", r.chunkAtSeqStart},
-                                       {"chunk_at_ctx_minus_1", r.chunkAtLastValid},
-                                       {"chunk_in_padding", r.chunkInPadding},
-                                       {"chunk_at_block_edge", r.chunkAtBlockEdge},
-                                       {"bf16", r.bf16},
-                                       {"tiny_subnormal_sum", r.tinySubnormalSum},
-                                       {"huge", r.huge},
-                                       {"nonfinite_valid", r.nonFiniteValid},
-                                       {"nonfinite_padding", r.nonFinitePadding},
-                                       {"page_crossed", r.pageCrossed},
-                                       {"padded_rows", padded},
-                                       {"hole_used", r.holeUsed},
-                                       {"out_of_plane_used", r.outOfPlaneUsed},
-                                       {"truncated_hit", r.truncatedHit}};
+    std::map<std::string, bool> hit = {{"tie_at_rank_512", anyTie(logits, MB, rows)}, {"padded_rows", padded}};
+    for (NamedRegion const& n : named(r))
+        hit[n.name] = n.hit;
     return hitNames(hit);
 }
 
@@ -214,19 +188,11 @@ std::vector<std::string> decodeRegionNames(ref::DecodeCase const& d, std::vector
         if (!bad)
             rows.push_back({b, c / 4});
     }
-    std::map<std::string, bool> hit = {{"nvis_gt_512", r.nVisGt512},
-                                       {"tie_at_rank_512", anyTie(logits, d.maxBlocks, rows)},
-                                       {"bf16", r.bf16},
-                                       {"hole_used", r.holeUsed},
-                                       {"out_of_plane_used", r.outOfPlaneUsed},
-                                       {"truncated_hit", r.truncatedHit},
-                                       {"block_completes", r.blockCompletes},
-                                       {"page_edge", r.pageEdge},
+    std::map<std::string, bool> hit = {{"tie_at_rank_512", anyTie(logits, d.maxBlocks, rows)},
                                        {"invalid_row", invalid},
-                                       {"valid_at_floor_edge", edge},
-                                       {"huge", r.huge},
-                                       {"nonfinite_valid", r.nonFiniteValid},
-                                       {"nonfinite_invalid_row", r.nonFiniteInvalid}};
+                                       {"valid_at_floor_edge", edge}};
+    for (NamedRegion const& n : named(r))
+        hit[n.name] = n.hit;
     return hitNames(hit);
 }
 

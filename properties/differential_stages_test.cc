@@ -53,7 +53,7 @@ std::string diffRows(std::vector<E> const& got, std::vector<E> const& want, size
     o.what = what;
     o.rowWidth = rowLen;
     o.value = testlib::BitsValue::kT;
-    o.dt = dt;
+    o.tValue = ref::toFloatOf(dt);
     return testlib::bitsDiffReport(got, want, o);
 }
 

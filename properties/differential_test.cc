@@ -16,42 +16,55 @@ namespace qsa {
 namespace prop {
 namespace {
 
-// Levels (contract section 8): valid page tables are core; holes read as +0.0, out-of-plane ids and slots
-// >= maxPagesPerSeq are hardened, so the hostile-pool half of each differential is its own property.
-void prefillMatchesReference(bool hostile) {
+// The cases of the prefill differentials and their fast twins: tie-biased or not, with a pool in half of them
+// (hostile: always, with holes, out-of-plane ids and truncated tables), the chunked regime at defaultShares(true).
+PrefillSpec prefillSpec(bool hostile) {
     SpecOptions o;
     o.tieBias = *pick(false, true);
     o.pool = hostile || *pick(false, true);
     o.hostilePool = hostile;
     o.shares = defaultShares(true);
-    PrefillSpec const spec = *genPrefillSpec(o);
+    return *genPrefillSpec(o);
+}
+
+// The prefill case of `spec`, its regions covered (nVis > 512 and chunked at the floors given), run with its stages
+// read back and judged by judge(c, got); a failure captures the case as a fixture.
+template <typename Judge>
+void judgePrefillCase(PrefillSpec const& spec, double nVis, double chunked, Judge&& judge) {
     ref::PrefillCase const c = toCase(spec);
-    PrefillRegions const regions = prefillRegions(c);
-    coverPrefill(regions, nVisFloor(), kChunkedFloor);
+    coverPrefill(prefillRegions(c), nVis, chunked);
     Capture cap("differential", describe(spec), c);
     RunOptions ro;
     ro.readStages = true;
-    PrefillOut const got = runImplPrefill(c, ro);
-    if (fullReferenceAffordable(c)) {
-        ref::PrefillResult const want = ref::runPrefill(c);
-        QSA_REQUIRE_EMPTY(diffPrefillStages(c, got, PrefillStages{want.qNormed, want.kbar}));
-        // Ties across ranks 512/513 on the last valid row of each sequence (logits of the reference).
-        bool tie = false;
-        int32_t const MB = (c.seqLen + 3) / 4;
-        for (int32_t b = 0; b < c.batchSize && !tie; ++b) {
-            int32_t const ctx = std::min(std::max(c.contextLengths[b], 0), c.seqLen);
-            if (ctx / 4 > 512)
-                tie = tiesAtRank(&want.logits[(size_t(b) * c.seqLen + ctx - 1) * MB], ctx / 4);
+    judge(c, runImplPrefill(c, ro));
+}
+
+// Levels (contract section 8): valid page tables are core; holes read as +0.0, out-of-plane ids and slots
+// >= maxPagesPerSeq are hardened, so the hostile-pool half of each differential is its own property.
+void prefillMatchesReference(bool hostile) {
+    PrefillSpec const spec = prefillSpec(hostile);
+    judgePrefillCase(spec, nVisFloor(), kChunkedFloor, [&](ref::PrefillCase const& c, PrefillOut const& got) {
+        if (fullReferenceAffordable(c)) {
+            ref::PrefillResult const want = ref::runPrefill(c);
+            QSA_REQUIRE_EMPTY(diffPrefillStages(c, got, PrefillStages{want.qNormed, want.kbar}));
+            // Ties across ranks 512/513 on the last valid row of each sequence (logits of the reference).
+            bool tie = false;
+            int32_t const MB = (c.seqLen + 3) / 4;
+            for (int32_t b = 0; b < c.batchSize && !tie; ++b) {
+                int32_t const ctx = std::min(std::max(c.contextLengths[b], 0), c.seqLen);
+                if (ctx / 4 > 512)
+                    tie = tiesAtRank(&want.logits[(size_t(b) * c.seqLen + ctx - 1) * MB], ctx / 4);
+            }
+            coverage::cover("tie_at_rank_512", tie);
+            QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, c.seqLen, "prefill vs reference") +
+                              fixtures::explainFirstDifference(c, want, got.outIdx));
+            if (c.hasPool)
+                QSA_REQUIRE_EMPTY(diffPool(got.pool, want.poolAfter, c.pool.dims, "prefill pool vs reference"));
+            return;
         }
-        coverage::cover("tie_at_rank_512", tie);
-        QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, c.seqLen, "prefill vs reference") +
-                          fixtures::explainFirstDifference(c, want, got.outIdx));
-        if (c.hasPool)
-            QSA_REQUIRE_EMPTY(diffPool(got.pool, want.poolAfter, c.pool.dims, "prefill pool vs reference"));
-        return;
-    }
-    QSA_REQUIRE_EMPTY(diffPrefillStages(c, got, referencePrefillStages(c)));
-    QSA_REQUIRE_EMPTY(sampledRowsMismatch(c, got.outIdx, 24, spec.act.seed, "prefill vs reference: sampled row"));
+        QSA_REQUIRE_EMPTY(diffPrefillStages(c, got, referencePrefillStages(c)));
+        QSA_REQUIRE_EMPTY(sampledRowsMismatch(c, got.outIdx, 24, spec.act.seed, "prefill vs reference: sampled row"));
+    });
 }
 
 QSA_PROP(Differential, PrefillMatchesReference, 100) {
@@ -62,15 +75,22 @@ QSA_PROP(Differential, PrefillHostilePoolMatchesReference, 50) {
     prefillMatchesReference(true);
 }
 
-// Every decode step starts from the reference's own pool state, so each step is a pure differential.
-void decodeStepsMatchReference(bool hostile) {
+// The chain of the DecodeSteps* properties and their fast twins: each step runs with its stages read back;
+// judge(d, got, "decode step <k>") checks it and returns the pool the next step starts from.
+template <typename Judge>
+void walkDecodeSteps(bool hostile, Judge&& judge) {
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 300, 6, false, hostile);
     walkDecodeChain(spec, "differential", nVisFloor(), [&](ref::DecodeCase& d, size_t k) {
         RunOptions ro;
         ro.readStages = true;
-        DecodeOut const got = runImplDecode(d, ro);
+        return judge(d, runImplDecode(d, ro), "decode step " + std::to_string(k));
+    });
+}
+
+// Every decode step starts from the reference's own pool state, so each step is a pure differential.
+void decodeStepsMatchReference(bool hostile) {
+    walkDecodeSteps(hostile, [](ref::DecodeCase& d, DecodeOut const& got, std::string const& step) {
         ref::DecodeResult const want = ref::runDecode(d);
-        std::string const step = "decode step " + std::to_string(k);
         std::string const stages = diffDecodeStages(d, got, want);
         QSA_REQUIRE_EMPTY(stages.empty() ? "" : step + ": " + stages);
         QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, 1, step.c_str()) +
@@ -133,24 +153,16 @@ QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
 // ---- profile `fast` (contract section 9): the same cases, judged by E1-E5 instead of bit equality ----------
 
 void prefillWithinFastEnclosure(bool hostile) {
-    SpecOptions o;
-    o.tieBias = *pick(false, true);
-    o.pool = hostile || *pick(false, true);
-    o.hostilePool = hostile;
-    o.shares = defaultShares(true);
-    PrefillSpec const spec = *genPrefillSpec(o);
-    ref::PrefillCase const c = toCase(spec);
+    PrefillSpec const spec = prefillSpec(hostile);
     // Half the twin's floors on the CPU, where it runs fewer cases (a floor must not fail by chance).
     double const floorScale = implOnGpu() ? 1.0 : 0.5;
-    coverPrefill(prefillRegions(c), nVisFloor() * floorScale, kChunkedFloor * floorScale);
-    Capture cap("differential", describe(spec), c);
-    RunOptions ro;
-    ro.readStages = true;
-    PrefillOut const got = runImplPrefill(c, ro);
-    QSA_REQUIRE_EMPTY(fast::judgePrefillStages(c, got));
-    QSA_REQUIRE_EMPTY(fast::judgePrefillRows(c, got, fast::rowsToJudge(c, 24, spec.act.seed)));
-    if (c.hasPool)
-        QSA_REQUIRE_EMPTY(fast::judgePrefillPool(c, got));
+    judgePrefillCase(spec, nVisFloor() * floorScale, kChunkedFloor * floorScale,
+                     [&](ref::PrefillCase const& c, PrefillOut const& got) {
+                         QSA_REQUIRE_EMPTY(fast::judgePrefillStages(c, got));
+                         QSA_REQUIRE_EMPTY(fast::judgePrefillRows(c, got, fast::rowsToJudge(c, 24, spec.act.seed)));
+                         if (c.hasPool)
+                             QSA_REQUIRE_EMPTY(fast::judgePrefillPool(c, got));
+                     });
 }
 
 // CPU: fewer cases than the bit-exact twin (the interval judge costs about what the oracle does).
@@ -164,13 +176,9 @@ QSA_PROP(Differential, PrefillHostilePoolWithinFastEnclosure, implOnGpu() ? 50 :
 
 // Each step starts from the implementation's own pool: every step is judged from the inputs it was given.
 void decodeStepsWithinFastEnclosure(bool hostile) {
-    DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 300, 6, false, hostile);
-    walkDecodeChain(spec, "differential", nVisFloor(), [&](ref::DecodeCase& d, size_t k) {
-        RunOptions ro;
-        ro.readStages = true;
-        DecodeOut const got = runImplDecode(d, ro);
+    walkDecodeSteps(hostile, [hostile](ref::DecodeCase& d, DecodeOut const& got, std::string const& step) {
         std::string const m = fast::judgeDecodeStep(d, got, hostile);
-        QSA_REQUIRE_EMPTY(m.empty() ? "" : "decode step " + std::to_string(k) + ": " + m);
+        QSA_REQUIRE_EMPTY(m.empty() ? "" : step + ": " + m);
         return got.pool;
     });
 }
@@ -235,39 +243,31 @@ PrefillSpec chunkedSpec(bool judgeable) {
 // reference, and a sequence's rows equal its rows when it runs alone (where the boundaries fall elsewhere).
 QSA_PROP(Differential, ChunkedPrefillMatchesReference, implOnGpu() ? 10 : 1) {
     PrefillSpec const spec = chunkedSpec(false);
-    ref::PrefillCase const c = toCase(spec);
-    coverPrefill(prefillRegions(c), 0.0, 1.0);
-    Capture cap("differential", describe(spec), c);
-    RunOptions ro;
-    ro.readStages = true;
-    PrefillOut const got = runImplPrefill(c, ro);
-    QSA_REQUIRE_EMPTY(diffPrefillStages(c, got, referencePrefillStages(c)));
-    QSA_REQUIRE_EMPTY(sampledRowsMismatch(c, got.outIdx, 16, spec.act.seed, "chunked prefill vs reference: row"));
-    size_t const W = ref::kIndexWidth;
-    int32_t const b = spec.B - 1;
-    ref::PrefillCase const alone = subBatch(c, {b}, spec.S, spec.act);
-    PrefillOut const one = runImplPrefill(alone);
-    auto const first = got.outIdx.begin() + size_t(b) * spec.S * W;
-    auto const m = std::mismatch(one.outIdx.begin(), one.outIdx.end(), first);
-    if (m.first != one.outIdx.end()) {
-        size_t const e = size_t(m.first - one.outIdx.begin());
-        RC_FAIL("sequence " + std::to_string(b) + " row t=" + std::to_string(e / W) +
-                " differs in the chunked batch "
-                "from its run alone");
-    }
+    judgePrefillCase(spec, 0.0, 1.0, [&](ref::PrefillCase const& c, PrefillOut const& got) {
+        QSA_REQUIRE_EMPTY(diffPrefillStages(c, got, referencePrefillStages(c)));
+        QSA_REQUIRE_EMPTY(sampledRowsMismatch(c, got.outIdx, 16, spec.act.seed, "chunked prefill vs reference: row"));
+        size_t const W = ref::kIndexWidth;
+        int32_t const b = spec.B - 1;
+        ref::PrefillCase const alone = subBatch(c, {b}, spec.S, spec.act);
+        PrefillOut const one = runImplPrefill(alone);
+        auto const first = got.outIdx.begin() + size_t(b) * spec.S * W;
+        auto const m = std::mismatch(one.outIdx.begin(), one.outIdx.end(), first);
+        if (m.first != one.outIdx.end()) {
+            size_t const e = size_t(m.first - one.outIdx.begin());
+            RC_FAIL("sequence " + std::to_string(b) + " row t=" + std::to_string(e / W) +
+                    " differs in the chunked batch "
+                    "from its run alone");
+        }
+    });
 }
 
 // Always chunked, judged under `fast`: stages on every row, E3 on rows around every chunk boundary.
 QSA_PROP(Differential, ChunkedPrefillWithinFastEnclosure, implOnGpu() ? 10 : 1) {
     PrefillSpec const spec = chunkedSpec(true);
-    ref::PrefillCase const c = toCase(spec);
-    coverPrefill(prefillRegions(c), 0.0, 1.0);
-    Capture cap("differential", describe(spec), c);
-    RunOptions ro;
-    ro.readStages = true;
-    PrefillOut const got = runImplPrefill(c, ro);
-    QSA_REQUIRE_EMPTY(fast::judgePrefillStages(c, got));
-    QSA_REQUIRE_EMPTY(fast::judgePrefillRows(c, got, fast::rowsToJudge(c, 16, spec.act.seed)));
+    judgePrefillCase(spec, 0.0, 1.0, [&](ref::PrefillCase const& c, PrefillOut const& got) {
+        QSA_REQUIRE_EMPTY(fast::judgePrefillStages(c, got));
+        QSA_REQUIRE_EMPTY(fast::judgePrefillRows(c, got, fast::rowsToJudge(c, 16, spec.act.seed)));
+    });
 }
 
 } // namespace

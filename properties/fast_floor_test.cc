@@ -3,6 +3,8 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "properties/fast.h"
 
 namespace qsa {
@@ -19,61 +21,57 @@ void oneCase(int64_t judged, int64_t all, int64_t rows) {
     endCase();
 }
 
-TEST(FastFloor, NoWellJudgedCaseFailsAtTheDefaultBudget) {
+// A new run (start()) of n such cases.
+void freshRun(int n, int64_t judged, int64_t all, int64_t rows) {
     start();
-    for (int i = 0; i < 6; ++i)
-        oneCase(10, 100, 4); // a tenth each: below the fifth
+    for (int i = 0; i < n; ++i)
+        oneCase(judged, all, rows);
+}
+
+// What finish(id, atDefaultBudget) prints on stdout (a run that fails the floor fails the test).
+std::string finishOutput(char const* id, bool atDefaultBudget) {
+    testing::internal::CaptureStdout();
+    finish(id, atDefaultBudget);
+    return testing::internal::GetCapturedStdout();
+}
+
+TEST(FastFloor, NoWellJudgedCaseFailsAtTheDefaultBudget) {
+    freshRun(6, 10, 100, 4); // a tenth each: below the fifth
     EXPECT_NONFATAL_FAILURE(finish("Plant.Vacuous", true), "QSA_FAST_FLOOR Plant.Vacuous");
 }
 
 TEST(FastFloor, RowsWithoutElementsAreNotWellJudged) {
-    start();
-    oneCase(0, 0, 5);
+    freshRun(1, 0, 0, 5);
     EXPECT_NONFATAL_FAILURE(finish("Plant.NoElements", true), "well_judged_cases=0/1");
 }
 
 TEST(FastFloor, ElementsWithoutRowsAreNotWellJudged) {
-    start();
-    oneCase(50, 50, 0);
+    freshRun(1, 50, 50, 0);
     EXPECT_NONFATAL_FAILURE(finish("Plant.NoRows", true), "QSA_FAST_FLOOR");
 }
 
 TEST(FastFloor, OneWellJudgedCaseAmongUnjudgeableOnesPasses) {
-    start();
-    for (int i = 0; i < 5; ++i)
-        oneCase(0, 1000000, 0); // NaN / huge payloads: nothing judgeable
+    freshRun(5, 0, 1000000, 0); // NaN / huge payloads: nothing judgeable
     oneCase(20, 100, 1);        // exactly a fifth
-    testing::internal::CaptureStdout();
-    finish("Fast.Mixed", true);
-    std::string const out = testing::internal::GetCapturedStdout();
+    std::string const out = finishOutput("Fast.Mixed", true);
     EXPECT_NE(out.find("well_judged_cases=1/6 floor=enforced"), std::string::npos) << out;
 }
 
 TEST(FastFloor, AReducedBudgetReportsWithoutFailing) {
-    start();
-    oneCase(0, 100, 0);
-    testing::internal::CaptureStdout();
-    finish("Fast.Reduced", false);
-    std::string const out = testing::internal::GetCapturedStdout();
+    freshRun(1, 0, 100, 0);
+    std::string const out = finishOutput("Fast.Reduced", false);
     EXPECT_NE(out.find("floor=skipped(budget)"), std::string::npos) << out;
 }
 
 TEST(FastFloor, ACheckThatJudgedNothingUnderFastIsNotAFastCheck) {
-    start();
-    oneCase(0, 0, 0);
-    testing::internal::CaptureStdout();
-    finish("Ieee.Only", true);
-    EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
+    freshRun(1, 0, 0, 0);
+    EXPECT_EQ(finishOutput("Ieee.Only", true), "");
 }
 
 TEST(FastFloor, TheCountsStartAfreshForEveryTest) {
-    start();
-    oneCase(20, 100, 1);
-    testing::internal::CaptureStdout();
-    finish("Fast.First", true);
-    testing::internal::GetCapturedStdout();
-    start();
-    oneCase(1, 100, 1);
+    freshRun(1, 20, 100, 1);
+    finishOutput("Fast.First", true);
+    freshRun(1, 1, 100, 1);
     EXPECT_NONFATAL_FAILURE(finish("Fast.Second", true), "well_judged_cases=0/1");
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -171,6 +172,24 @@ RowBounds decodeQBounds(ref::DecodeCase const& d, int32_t b, int h) {
                               &d.cosSin[size_t(d.contextLengths[b] - 1) * 64], d.rmsEps, params());
 }
 
+namespace {
+
+// E1 on one qNormed row of 4 heads: +0.0 throughout when the row is not `valid` (`invalid` names such a row),
+// else head h inside bounds(h).
+std::string judgeQRow(ref::DType dt, uint16_t const* q, bool valid, char const* invalid,
+                      std::function<RowBounds(int)> const& bounds, std::string const& where) {
+    if (!valid)
+        return judgeZeros(q, 512, where + " [" + invalid + "]");
+    for (int h = 0; h < 4; ++h) {
+        std::string const m = judgeRow(dt, bounds(h), q + 128 * h, where + " head " + std::to_string(h));
+        if (!m.empty())
+            return m;
+    }
+    return "";
+}
+
+} // namespace
+
 std::string judgePrefillQ(ref::PrefillCase const& c, PrefillOut const& got) {
     int32_t const S = c.seqLen;
     for (int32_t b = 0; b < c.batchSize; ++b) {
@@ -180,18 +199,10 @@ std::string judgePrefillQ(ref::PrefillCase const& c, PrefillOut const& got) {
             uint16_t const* q = &got.qNormed[row * 512];
             std::string const where = "K1a qNormed (workspace slot, section 6) b=" + std::to_string(b) +
                                       " t=" + std::to_string(t) + " (ctx " + std::to_string(ctx) + ")";
-            if (t >= ctx) {
-                std::string const m = judgeZeros(q, 512, where + " [padded row]");
-                if (!m.empty())
-                    return m;
-                continue;
-            }
-            for (int h = 0; h < 4; ++h) {
-                std::string const m =
-                    judgeRow(c.dtype, prefillQBounds(c, b, t, h), q + 128 * h, where + " head " + std::to_string(h));
-                if (!m.empty())
-                    return m;
-            }
+            std::string const m = judgeQRow(
+                c.dtype, q, t < ctx, "padded row", [&](int h) { return prefillQBounds(c, b, t, h); }, where);
+            if (!m.empty())
+                return m;
         }
     }
     return "";
@@ -327,18 +338,11 @@ std::string judgeDecodeQ(ref::DecodeCase const& d, DecodeOut const& got) {
         std::string const where =
             "B1 qNormed (workspace slot, section 6) b=" + std::to_string(b) + " (ctx " + std::to_string(ctx) + ")";
         uint16_t const* q = &got.qNormed[size_t(b) * 512];
-        if (!ref::decodeRowValid(ctx, d.maxBlocks)) {
-            std::string const m = judgeZeros(q, 512, where + " [invalid row]");
-            if (!m.empty())
-                return m;
-            continue;
-        }
-        for (int h = 0; h < 4; ++h) {
-            std::string const m =
-                judgeRow(d.dtype, decodeQBounds(d, b, h), q + 128 * h, where + " head " + std::to_string(h));
-            if (!m.empty())
-                return m;
-        }
+        std::string const m = judgeQRow(
+            d.dtype, q, ref::decodeRowValid(ctx, d.maxBlocks), "invalid row",
+            [&](int h) { return decodeQBounds(d, b, h); }, where);
+        if (!m.empty())
+            return m;
     }
     return "";
 }

@@ -318,7 +318,7 @@ std::string diffStage(char const* stage, char const* slot, std::vector<E> const&
     o.colName = colName;
     o.compared = std::move(compared);
     o.value = testlib::BitsValue::kT;
-    o.dt = dt;
+    o.tValue = ref::toFloatOf(dt);
     return testlib::bitsDiffReport(got, want, o);
 }
 

@@ -177,31 +177,56 @@ double nVisFloor() {
     return implOnGpu() ? 0.20 : 0.10;
 }
 
+std::vector<NamedRegion> named(PrefillRegions const& r) {
+    return {{"nvis_gt_512", r.nVisGt512, false},
+            {"chunked", r.chunked, false},
+            {"chunk_at_t0", r.chunkAtSeqStart, false},
+            {"chunk_at_ctx_minus_1", r.chunkAtLastValid, false},
+            {"chunk_in_padding", r.chunkInPadding, false},
+            {"chunk_at_block_edge", r.chunkAtBlockEdge, false},
+            {"bf16", r.bf16, false},
+            {"tiny_subnormal_sum", r.tinySubnormalSum, false},
+            {"huge", r.huge, false},
+            {"nonfinite_valid", r.nonFiniteValid, false},
+            {"nonfinite_padding", r.nonFinitePadding, false},
+            {"page_crossed", r.pageCrossed, false},
+            {"hole_used", r.holeUsed, true},
+            {"out_of_plane_used", r.outOfPlaneUsed, true},
+            {"truncated_hit", r.truncatedHit, true}};
+}
+
+std::vector<NamedRegion> named(DecodeRegions const& r) {
+    return {{"nvis_gt_512", r.nVisGt512, false},
+            {"block_completes", r.blockCompletes, false},
+            {"page_edge", r.pageEdge, false},
+            {"huge", r.huge, false},
+            {"nonfinite_valid", r.nonFiniteValid, false},
+            {"nonfinite_invalid_row", r.nonFiniteInvalid, false},
+            {"bf16", r.bf16, false},
+            {"hole_used", r.holeUsed, true},
+            {"out_of_plane_used", r.outOfPlaneUsed, true},
+            {"truncated_hit", r.truncatedHit, true}};
+}
+
+namespace {
+
+// cover() of the regions that are not the pool's, nvis_gt_512 and chunked at the floors given.
+void coverNamed(std::vector<NamedRegion> const& regions, double nVisFloor, double chunkedFloor) {
+    for (NamedRegion const& n : regions) {
+        std::string const name = n.name;
+        if (!n.pool)
+            coverage::cover(name, n.hit, name == "nvis_gt_512" ? nVisFloor : name == "chunked" ? chunkedFloor : 0.0);
+    }
+}
+
+} // namespace
+
 void coverPrefill(PrefillRegions const& r, double nVisFloor, double chunkedFloor) {
-    using coverage::cover;
-    cover("nvis_gt_512", r.nVisGt512, nVisFloor);
-    cover("chunked", r.chunked, chunkedFloor);
-    cover("chunk_at_t0", r.chunkAtSeqStart);
-    cover("chunk_at_ctx_minus_1", r.chunkAtLastValid);
-    cover("chunk_in_padding", r.chunkInPadding);
-    cover("chunk_at_block_edge", r.chunkAtBlockEdge);
-    cover("bf16", r.bf16);
-    cover("tiny_subnormal_sum", r.tinySubnormalSum);
-    cover("huge", r.huge);
-    cover("nonfinite_valid", r.nonFiniteValid);
-    cover("nonfinite_padding", r.nonFinitePadding);
-    cover("page_crossed", r.pageCrossed);
+    coverNamed(named(r), nVisFloor, chunkedFloor);
 }
 
 void coverDecode(DecodeRegions const& r, double nVisFloor) {
-    using coverage::cover;
-    cover("nvis_gt_512", r.nVisGt512, nVisFloor);
-    cover("block_completes", r.blockCompletes);
-    cover("page_edge", r.pageEdge);
-    cover("huge", r.huge);
-    cover("nonfinite_valid", r.nonFiniteValid);
-    cover("nonfinite_invalid_row", r.nonFiniteInvalid);
-    cover("bf16", r.bf16);
+    coverNamed(named(r), nVisFloor, 0.0);
 }
 
 } // namespace prop

@@ -53,6 +53,17 @@ DecodeRegions decodeRegions(std::vector<ref::DecodeCase> const& steps);
 // threshold: with maxRank = 511, ranks 512 and 513 counted from 1). False when n <= maxRank + 1.
 bool tiesAtRank(float const* logits, int32_t n, int32_t maxRank = 511);
 
+// A region with its name (QSA_COVERAGE lines, a fixture's `regions`). `pool`: a pool entry a run dereferences
+// or skips, which the pool properties count with their own drawn floors (coverDrawn), not coverPrefill/Decode.
+struct NamedRegion {
+    char const* name;
+    bool hit;
+    bool pool;
+};
+// Every region of r, the pool ones last, the others in the order coverPrefill / coverDecode count them.
+std::vector<NamedRegion> named(PrefillRegions const& r);
+std::vector<NamedRegion> named(DecodeRegions const& r);
+
 // cover() of every prefill region; `nVisFloor` / `chunkedFloor` are the floors the property claims.
 void coverPrefill(PrefillRegions const& r, double nVisFloor, double chunkedFloor);
 void coverDecode(DecodeRegions const& r, double nVisFloor);

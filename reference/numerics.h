@@ -49,6 +49,10 @@ float bf16ToFloat(uint16_t h);
 inline float toFloat(DType dt, uint16_t h) {
     return dt == DType::kHalf ? halfToFloat(h) : bf16ToFloat(h);
 }
+// The same cast as a function (testlib::BitsDiffOpts::tValue shows T elements with it).
+inline float (*toFloatOf(DType dt))(uint16_t) {
+    return dt == DType::kHalf ? halfToFloat : bf16ToFloat;
+}
 
 // Casts to T: round to nearest even, overflow to +-inf, subnormals kept, EVERY NaN -> 0x7FFF.
 uint16_t floatToHalf(float f);

@@ -47,10 +47,10 @@ std::string showElem(unsigned char const* p, size_t elemBytes, BitsDiffOpts cons
         float v;
         std::memcpy(&v, p, 4);
         os << " (" << std::setprecision(9) << v << ")";
-    } else if (o.value == BitsValue::kT && elemBytes == 2) {
+    } else if (o.value == BitsValue::kT && elemBytes == 2 && o.tValue) {
         uint16_t v;
         std::memcpy(&v, p, 2);
-        os << " (" << ref::toFloat(o.dt, v) << ")";
+        os << " (" << o.tValue(v) << ")";
     }
     return os.str();
 }

@@ -12,8 +12,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "reference/numerics.h"
-
 namespace qsa {
 namespace testlib {
 
@@ -22,7 +20,7 @@ enum class BitsValue {
     kNone,  // bits only
     kInt,   // a signed integer of 4 bytes
     kFloat, // a float of 4 bytes
-    kT,     // a 16-bit T of BitsDiffOpts::dt (other sizes: bits only)
+    kT,     // a 16-bit T, read by BitsDiffOpts::tValue (other sizes, or no tValue: bits only)
 };
 
 struct BitsDiffOpts {
@@ -34,8 +32,8 @@ struct BitsDiffOpts {
     // The first compared(r) elements of row r are compared, the rest is not (default: all).
     std::function<size_t(size_t)> compared;
     BitsValue value = BitsValue::kNone;
-    ref::DType dt = ref::DType::kHalf; // of kT
-    size_t maxPrint = 1;               // differing elements shown
+    float (*tValue)(uint16_t) = nullptr; // of kT: T's exact cast to float (ref::toFloatOf(dt))
+    size_t maxPrint = 1;                 // differing elements shown
 };
 
 // The differing elements of got vs want (n elements of elemBytes bytes each, under o.rowWidth / o.compared).

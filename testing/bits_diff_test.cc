@@ -6,14 +6,20 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 namespace {
 
-using qsa::ref::bitsFloat;
 using qsa::testlib::BitsDiffOpts;
 using qsa::testlib::bitsDiffReport;
+
+float bitsFloat(uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
 
 bool has(std::string const& s, std::string const& part) {
     return s.find(part) != std::string::npos;
@@ -45,6 +51,8 @@ TEST(BitsDiff, NamesRowColumnBitsAndCount) {
     o.rowName = [](size_t r) { return "b=" + std::to_string(r); };
     o.colName = "d";
     o.value = qsa::testlib::BitsValue::kT;
+    // The caller's cast of T (ref::toFloatOf(dt)); here half's values of the three patterns below.
+    o.tValue = [](uint16_t h) { return h == 0x3C00 ? 1.0f : h == 0x3C01 ? 1.0009765625f : -INFINITY; };
     o.maxPrint = 2;
     std::string const m = bitsDiffReport(got, want, o);
     EXPECT_EQ(m, "K1a qNormed: 2 of 12 elements differ in bits in 2 rows [B=1]; first at row b=1, d=3: got 0x3c01 "

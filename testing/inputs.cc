@@ -26,9 +26,5 @@ std::vector<float> identityRope(int32_t rows) {
     return cs;
 }
 
-trt_edgellm::kernel::QsaIndexerPoolState poolState(ref::PoolDims const& d, void* pool, int32_t const* pageTable) {
-    return {pool, pageTable, d.maxPagesPerSeq, d.numPages, d.numKVHeads, d.poolHeadDim, d.headSize};
-}
-
 } // namespace testlib
 } // namespace qsa

@@ -5,9 +5,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/qsaIndexerRunner.h"
-#include "reference/qsaReference.h"
-
 namespace qsa {
 namespace testlib {
 
@@ -19,9 +16,24 @@ std::vector<float> ropeTable(double theta, int32_t rows);
 // cos 1, sin 0 in every row: rope is the identity, so equal raw-k blocks give equal kbar rows at any position.
 std::vector<float> identityRope(int32_t rows);
 
-// The pool state the API takes for a pool of dims `d` whose data and page table lie at `pool` and
-// `pageTable` (device or host addresses, whichever memory the implementation under test reads).
-trt_edgellm::kernel::QsaIndexerPoolState poolState(ref::PoolDims const& d, void* pool, int32_t const* pageTable);
+// The pool state the API takes (trt_edgellm::kernel::QsaIndexerPoolState) for a pool of dims `d`
+// (ref::PoolDims) whose data and page table lie at `pool` and `pageTable` (device or host addresses, whichever
+// memory the implementation under test reads): `State s = poolState(dims, pool, table);`. The conversion
+// fills the API's aggregate in its field order (contract section 2), so this floor names neither type.
+template <typename Dims>
+struct PoolStateOf {
+    Dims d;
+    void* pool;
+    int32_t const* pageTable;
+    template <typename State>
+    operator State() const {
+        return State{pool, pageTable, d.maxPagesPerSeq, d.numPages, d.numKVHeads, d.poolHeadDim, d.headSize};
+    }
+};
+template <typename Dims>
+PoolStateOf<Dims> poolState(Dims const& d, void* pool, int32_t const* pageTable) {
+    return {d, pool, pageTable};
+}
 
 } // namespace testlib
 } // namespace qsa
