@@ -197,7 +197,7 @@ int cudartSonameMajor(std::string const& name) {
     return major;
 }
 
-LibraryIdentity identifyLibrary(std::string const& path) {
+LibraryIdentity identifyLibrary(std::string const& path, bool withSha256) {
     namespace fs = std::filesystem;
     LibraryIdentity id;
     std::error_code ec;
@@ -221,7 +221,9 @@ LibraryIdentity identifyLibrary(std::string const& path) {
     }
     std::string const img = bytes.str();
     id.bytes = img.size();
-    id.sha256 = sha256Hex(img);
+    if (withSha256) {
+        id.sha256 = sha256Hex(img);
+    }
     id.elf = readElfFacts(img);
     for (std::string const& n : id.elf.needed) {
         if (cudartSonameMajor(n) >= 0) {

@@ -35,7 +35,8 @@ struct LibraryIdentity {
 };
 
 // The file's identity; never throws (an unreadable or malformed file is described in .error / .elf.error).
-LibraryIdentity identifyLibrary(std::string const& path);
+// withSha256 = false leaves .sha256 empty: the loader, run at the start of every kit binary, needs only the ELF facts.
+LibraryIdentity identifyLibrary(std::string const& path, bool withSha256 = true);
 
 // The ELF facts of an image in memory (exposed for tests: a malformed image is an error string, never a crash).
 ElfFacts readElfFacts(std::string const& image);
