@@ -44,37 +44,28 @@ struct DeviceMemory {
     }
 };
 
-// The "before" column: the figures of issue 24's table (one H200, 2026-12-03, kernels of 4f6bcfa, half; the bf16
-// totals from kernels/PERFORMANCE.md of that date), printed beside each new measurement so that a run shows
-// the change without a second binary. Keyed by "<dtype> <case>|<row>"; "-" where none was measured.
+// The "before" column: the figures of issue 35's table (one H100, 2026-12-06, //kernels:bench of b34f06e, half,
+// median of 20; FP32 FMA 64.71 TFLOP/s, copy 3.01 TB/s in that run), printed beside each new measurement so that a
+// run shows the change without a second binary. On another GPU compare with the same-run rows instead (decode:
+// "three launches"). Keyed by "<dtype> <case>|<row>"; "-" where none was measured.
 std::string before(std::string const& dt, std::string const& kase, std::string const& row) {
     static std::map<std::string, double> const t = {
-        {"half prefill B=1 S=32768|total", 8.558},
-        {"half prefill B=1 S=32768|K2 scores", 6.378},
-        {"half prefill B=1 S=32768|fused", 2.552},
-        {"half prefill B=8 S=4096|total", 1.486},
-        {"half prefill B=8 S=4096|K2 scores", 0.881},
-        {"half prefill B=8 S=4096|fused", 0.623},
-        {"half prefill B=1 S=8192|total", 0.620},
-        {"half prefill B=1 S=8192|K2 scores", 0.409},
-        {"half prefill B=1 S=8192|fused", 0.213},
-        {"half decode B=64|graph", 0.2134},
-        {"half decode B=64|stream", 0.2180},
-        {"half decode B=64|B1 decodePrep", 0.0104},
-        {"half decode B=64|B2 decodeScores", 0.1825},
-        {"half decode B=64|B3 decodeSelect", 0.0299},
-        {"half decode B=1|graph", 0.0200},
-        {"half decode B=1|stream", 0.0267},
-        {"half decode B=1|B1 decodePrep", 0.0089},
-        {"half decode B=1|B2 decodeScores", 0.0095},
-        {"half decode B=1|B3 decodeSelect", 0.0149},
-        {"bf16 prefill B=1 S=32768|total", 8.544},
-        {"bf16 prefill B=8 S=4096|total", 1.484},
-        {"bf16 prefill B=1 S=8192|total", 0.624},
-        {"bf16 decode B=64|graph", 0.2268},
-        {"bf16 decode B=64|stream", 0.2324},
-        {"bf16 decode B=1|graph", 0.0199},
-        {"bf16 decode B=1|stream", 0.0244},
+        {"half prefill B=1 S=32768|total", 7.848},
+        {"half prefill B=1 S=32768|K2 scores, runner form (visible tiles only)", 5.362},
+        {"half prefill B=1 S=32768|fused", 2.559},
+        {"half prefill B=8 S=4096|total", 1.102},
+        {"half prefill B=8 S=4096|K2 scores, runner form (visible tiles only)", 0.667},
+        {"half prefill B=8 S=4096|fused", 0.405},
+        {"half prefill B=1 S=8192|total", 0.554},
+        {"half prefill B=1 S=8192|K2 scores, runner form (visible tiles only)", 0.334},
+        {"half prefill B=1 S=8192|fused", 0.208},
+        {"half decode B=64|graph", 0.2436},
+        {"half decode B=64|B2 decodeScores", 0.208},
+        {"half decode B=64|B3 decodeSelect", 0.032},
+        {"half decode B=1|graph", 0.0215},
+        {"half decode B=1|B1 decodePrep", 0.0077},
+        {"half decode B=1|B2 decodeScores", 0.0081},
+        {"half decode B=1|B3 decodeSelect", 0.0141},
     };
     auto const it = t.find(dt + " " + kase + "|" + row);
     if (it == t.end()) {
@@ -286,7 +277,7 @@ void benchPrefill(char const* dtName, bool isBf16, int32_t B, int32_t S, int run
                         sortFloor, sortRectFloor, m / sortFloor, m / sortRectFloor);
         } else if (name == kRunnerRow || name == kCtaRow) {
             std::printf("| %s | %.3f | %s | %.3f (visible) | %.2f |\n", name.c_str(), m,
-                        before(dtName, kase, "fused").c_str(), sortFloor, m / sortFloor);
+                        before(dtName, kase, name == kRunnerRow ? "fused" : name).c_str(), sortFloor, m / sortFloor);
         } else {
             std::printf("| %s | %.3f | %s | - | - |\n", name.c_str(), m, before(dtName, kase, name).c_str());
         }
@@ -358,9 +349,36 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
     for (int i = 0; i < 5; ++i)
         QSA_CUDA(cudaGraphLaunch(ge, st));
     std::vector<double> const graphT = timeRuns(runs, st, [&] { QSA_CUDA(cudaGraphLaunch(ge, st)); });
-    // Stages on their own.
     auto* qn = mem.alloc<uint16_t>(size_t(B) * 512);
     auto* logits = mem.alloc<float>(size_t(B) * maxBlocks);
+    // The runner before issue 35, in the same run: B1, B2, B3 as three launches (B2 and B3 by programmatic
+    // dependent launch), captured in a graph like the runner. Its outIdx must equal the runner's.
+    auto threeLaunches = [&](cudaStream_t s) {
+        kn::launchQsaDecodePrep<T>(reinterpret_cast<T*>(qn), tq, cs, ctx, tw, twK, 1e-6f, ps, B, maxBlocks, s);
+        kn::launchQsaDecodeScores<T>(logits, reinterpret_cast<T const*>(qn), ctx, ps, B, maxBlocks, s);
+        kn::qsa_detail::launchDecodeSelectImpl("bench", out, logits, ctx, split, kvHeads, B, maxBlocks, s);
+    };
+    std::vector<int32_t> outRunner(size_t(B) * 2051), outThree(outRunner.size());
+    // Both from the same pool state: the step's pool writes are the same bits each time (B1 rewrites the same
+    // cells from the same inputs), so repeated steps read the same pool.
+    runOnce(st);
+    QSA_CUDA(cudaMemcpyAsync(outRunner.data(), out, outRunner.size() * 4, cudaMemcpyDeviceToHost, st));
+    QSA_CUDA(cudaStreamSynchronize(st));
+    threeLaunches(st);
+    QSA_CUDA(cudaMemcpyAsync(outThree.data(), out, outThree.size() * 4, cudaMemcpyDeviceToHost, st));
+    QSA_CUDA(cudaStreamSynchronize(st));
+    std::printf("\ndecode B=%d: outIdx of the runner %s the three launches' on all %d rows\n", B,
+                outRunner == outThree ? "IDENTICAL to" : "DIFFERS from", B);
+    cudaGraph_t g3;
+    cudaGraphExec_t ge3;
+    QSA_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    threeLaunches(st);
+    QSA_CUDA(cudaStreamEndCapture(st, &g3));
+    QSA_CUDA(cudaGraphInstantiate(&ge3, g3, 0));
+    for (int i = 0; i < 5; ++i)
+        QSA_CUDA(cudaGraphLaunch(ge3, st));
+    std::vector<double> const graph3 = timeRuns(runs, st, [&] { QSA_CUDA(cudaGraphLaunch(ge3, st)); });
+    // Stages on their own.
     std::map<std::string, std::vector<double>> stage;
     for (int r = -3; r < runs; ++r) {
         Laps l(st);
@@ -373,6 +391,9 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
         l.mark("zeroSplitCounters (public; the runner folds it into B3)");
         kn::launchQsaDecodeSelect(out, logits, ctx, B, maxBlocks, st);
         l.mark("B3 decodeSelect");
+        kn::qsa_detail::launchDecodePrepScoresImpl<T>("bench", reinterpret_cast<T*>(qn), logits, tq, cs, ctx, tw, twK,
+                                                      1e-6f, ps, B, maxBlocks, st);
+        l.mark("B1+B2 as one launch (the runner's)");
         auto m = l.sums();
         if (r >= 0) {
             for (auto const& kv : m)
@@ -389,9 +410,11 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
                 before(dtName, kase, "stream").c_str(), floorMs, median(plain) / floorMs);
     std::printf("| runQsaIndexerDecode, CUDA graph (%d runs) | %.4f | %s | %.4f | %.2f |\n", runs, median(graphT),
                 before(dtName, kase, "graph").c_str(), floorMs, median(graphT) / floorMs);
+    std::printf("| three launches B1, B2, B3 (the runner before issue 35), CUDA graph | %.4f | - | %.4f | %.2f |\n",
+                median(graph3), floorMs, median(graph3) / floorMs);
     for (auto const& kv : stage) {
         double m = median(kv.second);
-        if (kv.first == "B2 decodeScores") {
+        if (kv.first == "B2 decodeScores" || kv.first == "B1+B2 as one launch (the runner's)") {
             std::printf("| %s | %.4f | %s | %.4f | %.2f |\n", kv.first.c_str(), m,
                         before(dtName, kase, kv.first).c_str(), floorMs, m / floorMs);
         } else {
@@ -400,6 +423,8 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
     }
     cudaGraphExecDestroy(ge);
     cudaGraphDestroy(g);
+    cudaGraphExecDestroy(ge3);
+    cudaGraphDestroy(g3);
 }
 
 } // namespace

@@ -4,7 +4,7 @@
 // to the V-tail of token 4g (the completing token's own raw k is NOT stored). Invalid rows (ctx < 1 or
 // ctx / 4 > maxBlocks, floor: contract section 5) write zero qNormed and no pool cell.
 #include "kernels/qsaCommon.cuh"
-#include "kernels/qsaPrepDevice.cuh"
+#include "kernels/qsaDecodeDevice.cuh"
 #include "kernels/qsaTestHooks.h"
 
 namespace trt_edgellm {
@@ -12,7 +12,8 @@ namespace kernel {
 namespace qsa_detail {
 namespace {
 
-// One CTA per sequence: warps 0..3 = q heads, warp 4 = the k path.
+// One CTA per sequence: warps 0..3 = q heads, warp 4 = the k path (qsaDecodeDevice.cuh, shared with the decode
+// runner's B1+B2 kernel).
 template <typename T>
 __global__ void __launch_bounds__(160)
     decodePrepKernel(T* qNormed, T const* indexQk, float const* cosSin, int32_t const* contextLengths, T const* wQ,
@@ -22,10 +23,7 @@ __global__ void __launch_bounds__(160)
     int const lane = threadIdx.x & 31;
     int const warp = threadIdx.x >> 5;
     int64_t const ctx = contextLengths[b];
-    bool valid = ctx >= 1 && ctx / 4 <= maxBlocks; // the floor rule
-    if (QSA_MUTANT(35)) {
-        valid = ctx >= 1;
-    }
+    bool const valid = decodeRowValid(ctx, maxBlocks);
     T const* row = indexQk + b * kQkWidth;
     if (warp < kHeads) {
         T* out = qNormed + (b * kHeads + warp) * kDim;
@@ -33,56 +31,13 @@ __global__ void __launch_bounds__(160)
             storeZeroRowWarp(out, lane);
             return;
         }
-        T const* x = row + warp * kDim;
-        float sq[4], xo[4];
-        loadRowWarp(x, lane, sq, xo);
-        if (QSA_MUTANT(31)) {
-            loadRowWarp(x, lane, sq, xo, /*sumSqReversed=*/true);
-        }
-        normRopeStoreWarp(out, sq, xo, wQ, rmsEps, cosSin, ctx - 1, lane);
+        uint16_t bits[4];
+        decodeQHeadBitsWarp<T>(bits, row, warp, wQ, rmsEps, cosSin, ctx, lane);
+        storeBitsWarp(out, bits, lane);
         return;
     }
-    if (!valid) {
-        return;
-    }
-    uint16_t const* k16 = reinterpret_cast<uint16_t const*>(row + kRawKCol);
-    if (ctx % 4 != 0) {
-        // The new token's raw k, bit-unmodified, to its K-tail.
-        int64_t tok = ctx - 1; // the new token
-        if (QSA_MUTANT(26)) {
-            tok = ctx;
-        }
-        int64_t const off = poolTailOffset(pool, b, 0, tok);
-        if (off >= 0) {
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                pool.pool[off + lane + 32 * j] = k16[lane + 32 * j];
-            }
-        }
-        return;
-    }
-    int64_t const tok0 = ctx - 4; // block g = ctx/4 - 1 starts at 4g
-    T const* kin[4];
-#pragma unroll
-    for (int j = 0; j < 3; ++j) {
-        int64_t tok = tok0 + j;
-        if (QSA_MUTANT(30)) {
-            tok = tok0 + j + 1;
-        }
-        int64_t const off = poolTailOffset(pool, b, 0, tok);
-        kin[j] = off >= 0 ? reinterpret_cast<T const*>(pool.pool + off) : nullptr;
-    }
-    kin[3] = row + kRawKCol;
-    float sq[4], xo[4];
-    compressInputsWarp<T>(kin[0], kin[1], kin[2], kin[3], lane, sq, xo);
-    uint16_t bits[4];
-    normRopeBitsWarp<T>(bits, sq, xo, wK, rmsEps, cosSin, tok0, lane);
-    int64_t const off = poolTailOffset(pool, b, 1, tok0);
-    if (off >= 0) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            pool.pool[off + lane + 32 * j] = bits[j];
-        }
+    if (valid) {
+        decodeKPathWarp<T>(pool, b, ctx, row, wK, rmsEps, cosSin, lane);
     }
 }
 

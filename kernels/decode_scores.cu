@@ -7,9 +7,19 @@
 // reversed leaf order, binary-counter folding of the butterfly tree. The kbar rows are staged raw in
 // shared memory as [block][l ^ (block & 15)][i] (8 bytes per lane l) so each thread reads its lane
 // values with one conflict-free 8-byte load; q lives in shared memory as float4 [head][l].
+//
+// The decode runner launches the same kernel with kPrep: B1 and B2 as ONE launch (no B1 grid in the chain).
+// Each CTA computes its row's q itself (warp h = head h, B1's code: qsaDecodeDevice.cuh) instead of reading
+// B1's qNormed, and the row's first CTA also writes qNormed (the workspace slot stays observable, contract
+// section 6). Of B1's pool writes B2 reads only one: the block ctx/4 - 1 that the new token completes. The CTA
+// that scores that block runs B1's k path itself before it stages kbar, and stages it back from the pool after
+// the barrier (a dropped write reads +0.0, exactly as the separate launches). No other CTA reads a cell written
+// in this launch: a page id appears at most once per plane (contract section 5, preconditions).
 #include <cfloat>
 
 #include "kernels/qsaCommon.cuh"
+#include "kernels/qsaDecodeDevice.cuh"
+#include "kernels/qsaTestHooks.h"
 
 namespace trt_edgellm {
 namespace kernel {
@@ -40,24 +50,67 @@ __device__ __forceinline__ float b2LanePartial(float4 q, float4 k) {
     return p;
 }
 
-template <typename T, bool kVec>
+// B1's inputs, read by the kPrep variant only.
+template <typename T>
+struct DecodePrepArgs {
+    T* qNormed; // written by the row's first CTA
+    T const* indexQk;
+    float const* cosSin;
+    T const* wQ;
+    T const* wK;
+    float rmsEps;
+};
+
+// 16 bytes of the pool: through the read-only path where nothing in this launch writes the pool (!kPrep).
+template <bool kReadOnly>
+__device__ __forceinline__ uint4 loadPool16(uint16_t const* p) {
+    return kReadOnly ? __ldg(reinterpret_cast<uint4 const*>(p)) : *reinterpret_cast<uint4 const*>(p);
+}
+
+template <typename T, bool kVec, bool kPrep>
 __global__ void __launch_bounds__(kTile)
-    decodeScoresKernel(float* logits, T const* qNormed, int32_t const* contextLengths, PoolDev pool,
-                       int32_t maxBlocks) {
+    decodeScoresKernel(float* logits, T const* qNormed, DecodePrepArgs<T> prep, int32_t const* contextLengths,
+                       PoolDev pool, int32_t maxBlocks) {
     __shared__ uint2 ks[kTile * 32];
     __shared__ float4 qs[kHeads * 32];
     __shared__ int64_t pageBase[kTile / 32];
-    waitForPrevious(); // B1's qNormed and V-tail writes (launched after it: launchAfterPrevious)
+    if (!kPrep) {
+        waitForPrevious(); // B1's qNormed and V-tail writes (launched after it: launchAfterPrevious)
+    }
     allowNextToStart();
     int64_t const b = blockIdx.y;
     int64_t const ctx = contextLengths[b];
-    if (ctx < 1 || ctx / 4 > maxBlocks) {
-        return; // invalid row
-    }
-    int const nVis = static_cast<int>(ctx / 4);
+    bool const valid = ctx >= 1 && ctx / 4 <= maxBlocks;
+    int const nVis = valid ? static_cast<int>(ctx / 4) : 0;
     int const g0 = blockIdx.x * kTile;
-    if (g0 >= nVis) {
-        return;
+    int const lane = threadIdx.x & 31;
+    int const warp = threadIdx.x >> 5; // kPrep: head `warp` of q
+    T const* qkRow = kPrep ? prep.indexQk + b * kQkWidth : nullptr;
+    if (kPrep) {
+        // B1's part of this CTA (uniform over the CTA): an invalid row's first CTA writes zero qNormed; the k
+        // path runs in the CTA of the completed block (else the first CTA), before the barrier below that orders
+        // its pool write before this CTA's kbar reads; a first CTA with no block to score finishes q here.
+        T* const qOut = prep.qNormed + (b * kHeads + warp) * kDim;
+        if (!decodeRowValid(ctx, maxBlocks)) {
+            if (blockIdx.x == 0) {
+                storeZeroRowWarp(qOut, lane);
+            }
+            return;
+        }
+        int const kOwner = ctx % 4 == 0 && nVis > 0 ? (nVis - 1) / kTile : 0;
+        if (static_cast<int>(blockIdx.x) == kOwner && warp == 0) {
+            decodeKPathWarp<T>(pool, b, ctx, qkRow, prep.wK, prep.rmsEps, prep.cosSin, lane);
+        }
+        if (g0 >= nVis) {
+            if (blockIdx.x == 0) {
+                uint16_t bits[4];
+                decodeQHeadBitsWarp<T>(bits, qkRow, warp, prep.wQ, prep.rmsEps, prep.cosSin, ctx, lane);
+                storeBitsWarp(qOut, bits, lane);
+            }
+            return;
+        }
+    } else if (g0 >= nVis) {
+        return; // invalid row, or no block of this tile is visible
     }
     int const nHere = min(kTile, nVis - g0);
 
@@ -65,16 +118,23 @@ __global__ void __launch_bounds__(kTile)
     if (threadIdx.x < kTile / 32) {
         pageBase[threadIdx.x] = poolTailOffset(pool, b, 1, 4 * (static_cast<int64_t>(g0) + 32 * threadIdx.x));
     }
-    // q [4][128] -> float4 [h][l] = (q[l], q[l+32], q[l+64], q[l+96]).
-    T const* q = qNormed + b * kHeads * kDim;
-    {
-        int const h = threadIdx.x >> 5;
-        int const l = threadIdx.x & 31;
-        T const* qh = q + h * kDim + l;
-        qs[h * 32 + l] = make_float4(TypeOps<T>::toFloat(qh[0]), TypeOps<T>::toFloat(qh[32]),
-                                     TypeOps<T>::toFloat(qh[64]), TypeOps<T>::toFloat(qh[96]));
-    }
-    __syncthreads();
+    __syncthreads(); // pageBase; kPrep: the k path's pool write
+    // q [4][128] -> float4 [h][l] = (q[l], q[l+32], q[l+64], q[l+96]): B1's T-rounded q, read back or computed.
+    auto stageQ = [&] {
+        if (kPrep) {
+            uint16_t bits[4];
+            decodeQHeadBitsWarp<T>(bits, qkRow, warp, prep.wQ, prep.rmsEps, prep.cosSin, ctx, lane);
+            if (blockIdx.x == 0) {
+                storeBitsWarp(prep.qNormed + (b * kHeads + warp) * kDim, bits, lane);
+            }
+            qs[warp * 32 + lane] = make_float4(bitsToFloat<T>(bits[0]), bitsToFloat<T>(bits[1]),
+                                               bitsToFloat<T>(bits[2]), bitsToFloat<T>(bits[3]));
+        } else {
+            T const* qh = qNormed + (b * kHeads + warp) * kDim + lane;
+            qs[warp * 32 + lane] = make_float4(TypeOps<T>::toFloat(qh[0]), TypeOps<T>::toFloat(qh[32]),
+                                               TypeOps<T>::toFloat(qh[64]), TypeOps<T>::toFloat(qh[96]));
+        }
+    };
     int64_t const rowStride = static_cast<int64_t>(pool.numKVHeads) * pool.poolHeadDim;
     if (kVec) {
         // Item (blk, grp): the 4 chunks c = grp + 4 i (dims 32 i + 8 grp .. + 7, i = 0..3) of block g0 + blk, one
@@ -90,8 +150,7 @@ __global__ void __launch_bounds__(kTile)
             for (int i = 0; i < 4; ++i) {
                 v[i] = make_uint4(0u, 0u, 0u, 0u); // dropped read: +0.0
                 if (base >= 0) {
-                    v[i] = __ldg(reinterpret_cast<uint4 const*>(pool.pool + base + (blk & 31) * 4 * rowStride +
-                                                                8 * (grp + 4 * i)));
+                    v[i] = loadPool16<!kPrep>(pool.pool + base + (blk & 31) * 4 * rowStride + 8 * (grp + 4 * i));
                 }
             }
         };
@@ -114,6 +173,7 @@ __global__ void __launch_bounds__(kTile)
             for (int it = 0; it < kItemsPerThread; ++it) {
                 load(threadIdx.x + it * kTile, v[it]);
             }
+            stageQ(); // while the loads are in flight
 #pragma unroll
             for (int it = 0; it < kItemsPerThread; ++it) {
                 scatter(threadIdx.x + it * kTile, v[it]);
@@ -124,6 +184,7 @@ __global__ void __launch_bounds__(kTile)
                 load(idx, v);
                 scatter(idx, v);
             }
+            stageQ();
         }
     } else {
         // Item (blk, l): the lane's 4 dims of block g0 + blk.
@@ -139,8 +200,9 @@ __global__ void __launch_bounds__(kTile)
             }
             ks[kSlot(blk, l)] = v;
         }
+        stageQ();
     }
-    __syncthreads();
+    __syncthreads(); // ks and qs
     int const blk = threadIdx.x;
     if (blk >= nHere) {
         return;
@@ -173,6 +235,55 @@ __global__ void __launch_bounds__(kTile)
 }
 
 } // namespace
+
+namespace {
+
+// 16-byte loads of the V-tails when every tail is 16-byte aligned.
+bool vecTails(QsaIndexerPoolState const& poolState) {
+    return poolState.poolHeadDim % 8 == 0 && poolState.headSize % 8 == 0 &&
+           reinterpret_cast<uintptr_t>(poolState.poolPtr) % 16 == 0;
+}
+
+dim3 scoresGrid(char const* fn, int32_t batchSize, int32_t maxBlocks) {
+    if (batchSize > kMaxGridY) {
+        fail(fn, "batchSize must be <= ", kMaxGridY, ", got ", batchSize);
+    }
+    return dim3(static_cast<unsigned>(ceilDiv(maxBlocks, kTile)), static_cast<unsigned>(batchSize));
+}
+
+} // namespace
+
+template <typename T>
+void launchDecodePrepScoresImpl(char const* fn, T* qNormed, float* logits, T const* indexQk, float const* cosSin,
+                                int32_t const* contextLengths, T const* wQ, T const* wK, float rmsEps,
+                                QsaIndexerPoolState const& poolState, int32_t batchSize, int32_t maxBlocks,
+                                cudaStream_t stream) {
+    QSA_MUTANT_SYNC();
+    dim3 const grid = scoresGrid(fn, batchSize, maxBlocks);
+    DecodePrepArgs<T> const prep{qNormed, indexQk, cosSin, wQ, wK, rmsEps};
+    // The decode runner's first launch: + 0 threads, or an invalid > 1024 under the failed-launch test hook
+    // (kernels/qsaTestHooks.h).
+    unsigned const threads = kTile + qsa_test::invalidLaunchExtraThreads();
+    // An ordinary launch: it reads what the stream's earlier work wrote (the pool, the inputs), so it starts
+    // after that work; B3 then starts after it by programmatic dependent launch.
+    if (vecTails(poolState)) {
+        decodeScoresKernel<T, true, true><<<grid, threads, 0, stream>>>(logits, nullptr, prep, contextLengths,
+                                                                       toPoolDev(poolState), maxBlocks);
+    } else {
+        decodeScoresKernel<T, false, true><<<grid, threads, 0, stream>>>(logits, nullptr, prep, contextLengths,
+                                                                        toPoolDev(poolState), maxBlocks);
+    }
+    checkLaunch(fn);
+}
+
+template void launchDecodePrepScoresImpl<__half>(char const*, __half*, float*, __half const*, float const*,
+                                                 int32_t const*, __half const*, __half const*, float,
+                                                 QsaIndexerPoolState const&, int32_t, int32_t, cudaStream_t);
+template void launchDecodePrepScoresImpl<__nv_bfloat16>(char const*, __nv_bfloat16*, float*, __nv_bfloat16 const*,
+                                                        float const*, int32_t const*, __nv_bfloat16 const*,
+                                                        __nv_bfloat16 const*, float, QsaIndexerPoolState const&,
+                                                        int32_t, int32_t, cudaStream_t);
+
 } // namespace qsa_detail
 
 using namespace qsa_detail;
@@ -187,15 +298,11 @@ void launchQsaDecodeScores(float* logits, T const* qNormed, int32_t const* conte
     requirePtr(fn, "qNormed", qNormed);
     requirePtr(fn, "contextLengths", contextLengths);
     checkDecodeGeometry(fn, poolState, batchSize, maxBlocks);
-    if (batchSize > kMaxGridY) {
-        fail(fn, "batchSize must be <= ", kMaxGridY, ", got ", batchSize);
-    }
-    dim3 const grid(static_cast<unsigned>(ceilDiv(maxBlocks, kTile)), static_cast<unsigned>(batchSize));
-    // 16-byte loads of the V-tails when every tail is 16-byte aligned.
-    bool const vec = poolState.poolHeadDim % 8 == 0 && poolState.headSize % 8 == 0 &&
-                     reinterpret_cast<uintptr_t>(poolState.poolPtr) % 16 == 0;
-    launchAfterPrevious(fn, vec ? decodeScoresKernel<T, true> : decodeScoresKernel<T, false>, grid, dim3(kTile), stream,
-                        1u, logits, qNormed, contextLengths, toPoolDev(poolState), maxBlocks);
+    dim3 const grid = scoresGrid(fn, batchSize, maxBlocks);
+    DecodePrepArgs<T> const none{};
+    launchAfterPrevious(fn, vecTails(poolState) ? decodeScoresKernel<T, true, false> : decodeScoresKernel<T, false, false>,
+                        grid, dim3(kTile), stream, 1u, logits, qNormed, none, contextLengths, toPoolDev(poolState),
+                        maxBlocks);
 }
 
 template void launchQsaDecodeScores<__half>(float*, __half const*, int32_t const*, QsaIndexerPoolState const&, int32_t,

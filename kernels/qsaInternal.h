@@ -50,6 +50,14 @@ void launchDecodeSelectImpl(char const* fn, int32_t* outIdx, float const* logits
                             int32_t* splitCounters, int32_t numKVHeads, int32_t batchSize, int32_t maxBlocks,
                             cudaStream_t stream);
 
+// B1 and B2 as one launch, without argument checks (the decode runner's; decode_scores.cu says how): qNormed,
+// the pool cells and the logits' valid prefix end exactly as after launchQsaDecodePrep then launchQsaDecodeScores.
+template <typename T>
+void launchDecodePrepScoresImpl(char const* fn, T* qNormed, float* logits, T const* indexQk, float const* cosSin,
+                                int32_t const* contextLengths, T const* wQ, T const* wK, float rmsEps,
+                                QsaIndexerPoolState const& poolState, int32_t batchSize, int32_t maxBlocks,
+                                cudaStream_t stream);
+
 // K4 over rows [rowBegin, rowEnd) without argument checks (the runner has checked them).
 void launchExpandImpl(int32_t* outIdx, int32_t const* sortedIds, int32_t const* contextLengths, int32_t seqLen,
                       int64_t rowBegin, int64_t rowEnd, cudaStream_t stream);

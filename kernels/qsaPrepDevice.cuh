@@ -52,16 +52,22 @@ __device__ __forceinline__ void normRopeBitsWarp(uint16_t bits[4], float const s
     }
 }
 
+// The T bits of dims lane + 32 j of a 128-vector row.
 template <typename T>
-__device__ __forceinline__ void normRopeStoreWarp(T* out, float const sq[4], float const xo[4], T const* w,
-                                                  float rmsEps, float const* cosSin, int64_t pos, int lane) {
-    uint16_t bits[4];
-    normRopeBitsWarp<T>(bits, sq, xo, w, rmsEps, cosSin, pos, lane);
+__device__ __forceinline__ void storeBitsWarp(T* out, uint16_t const bits[4], int lane) {
     uint16_t* o16 = reinterpret_cast<uint16_t*>(out);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
         o16[lane + 32 * j] = bits[j];
     }
+}
+
+template <typename T>
+__device__ __forceinline__ void normRopeStoreWarp(T* out, float const sq[4], float const xo[4], T const* w,
+                                                  float rmsEps, float const* cosSin, int64_t pos, int lane) {
+    uint16_t bits[4];
+    normRopeBitsWarp<T>(bits, sq, xo, w, rmsEps, cosSin, pos, lane);
+    storeBitsWarp(out, bits, lane);
 }
 
 // m = (((k0 + k1) + k2) + k3) * 0.25, then cast to T and read back (the cast is part of the contract).

@@ -1,5 +1,5 @@
-// Decode runner and its workspace size (contract sections 2, 5, 6): B1, B2, B3 (split-counter zeroing folded
-// into B3's launch: three launches).
+// Decode runner and its workspace size (contract sections 2, 5, 6): B1 and B2 as one launch (decode_scores.cu),
+// then B3 with the split-counter zeroing folded in: two launches.
 // No allocation, no CUB, no host synchronization: safe to capture in a CUDA graph.
 #include "kernels/qsaCommon.cuh"
 #include "kernels/qsaInternal.h"
@@ -47,9 +47,8 @@ void decodePipeline(int32_t* outIdx, T const* indexQk, float const* cosSin, int3
     char* ws = static_cast<char*>(workspace);
     T* qNormed = reinterpret_cast<T*>(ws + L.qNormed);
     float* logits = reinterpret_cast<float*>(ws + L.logits);
-    launchQsaDecodePrep<T>(qNormed, indexQk, cosSin, contextLengths, wQ, wK, rmsEps, poolState, batchSize, maxBlocks,
-                           stream);
-    launchQsaDecodeScores<T>(logits, qNormed, contextLengths, poolState, batchSize, maxBlocks, stream);
+    launchDecodePrepScoresImpl<T>(fn, qNormed, logits, indexQk, cosSin, contextLengths, wQ, wK, rmsEps, poolState,
+                                  batchSize, maxBlocks, stream);
     // B3 zeroes splitCounters (when non-null) inside its own launch, then selects and expands.
     int32_t* zeroed = splitCounters;
     if (QSA_MUTANT(29)) {
