@@ -4,10 +4,9 @@ For each entry of PLANTS: a copy of the oracle built with -DQSA_PLANT=<plant>, t
 //properties:<binary>_lib linked against it, and a test that passes ONLY when that binary, run with
 --gtest_filter=<filter>, fails and its output contains <expect>. A plant with pass_filter / pass_levels (a plant
 that is legal at those levels, contract section 8) also gets plant<n>_pass_test: the same binary, run with
---gtest_filter=<pass_filter> and QSA_LEVELS=<pass_levels>, must PASS (expect_pass.sh).
---gtest_filter=<filter>, fails and its output contains <expect>. FAST_PLANTS: the same on copies of
-//oracle:oracle_fast (-DQSA_ORACLE_FAST=1), run under QSA_PROFILE=fast; fast_plants_test shows today that each
-is compiled in and changes what its stage outputs.
+--gtest_filter=<pass_filter> and QSA_LEVELS=<pass_levels>, must PASS (expect_pass.sh). FAST_PLANTS: the same on
+copies of //oracle:oracle_fast (-DQSA_ORACLE_FAST=1), run under QSA_PROFILE=fast; fast_plants_test shows today
+that each is compiled in and changes what its stage outputs.
 """
 
 # The stages with plant sites (compiled once more per plant, with -DQSA_PLANT=n); fast.cc is the profile `fast`
