@@ -21,7 +21,6 @@
 #include "kernels/qsaIndexerKernels.h"
 #include "kernels/qsaIndexerRunner.h"
 #include "kernels/qsaInternal.h"
-#include "kernels/qsaTestHooks.h"
 #include "testing/device_buffer.h"
 #include "testing/inputs.h"
 
@@ -401,15 +400,6 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
                 stage[kv.first].push_back(kv.second);
         }
     }
-    // B3 alone with each cluster geometry forced (kernels/qsaTestHooks.h; the launcher picks by the batch size), on
-    // the logits B2 just wrote.
-    std::map<std::string, std::vector<double>> geometry;
-    for (int clusters : {8, 4}) {
-        kn::qsa_test::ScopedDecodeSelectClusters force(clusters);
-        char name[96];
-        std::snprintf(name, sizeof name, "B3 decodeSelect, clusters of %d CTAs forced", clusters);
-        geometry[name] = timeRuns(runs, st, [&] { kn::launchQsaDecodeSelect(out, logits, ctx, B, maxBlocks, st); });
-    }
     double floorMs = double(B) * (ctxLen / 4) * 256.0 / fl.bw * 1e3;
     char kase[64];
     std::snprintf(kase, sizeof kase, "decode B=%d", B);
@@ -422,9 +412,6 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
                 before(dtName, kase, "graph").c_str(), floorMs, median(graphT) / floorMs);
     std::printf("| three launches B1, B2, B3 (the runner before issue 35), CUDA graph | %.4f | - | %.4f | %.2f |\n",
                 median(graph3), floorMs, median(graph3) / floorMs);
-    for (auto const& kv : geometry) {
-        std::printf("| %s | %.4f | - | - | - |\n", kv.first.c_str(), median(kv.second));
-    }
     for (auto const& kv : stage) {
         double m = median(kv.second);
         if (kv.first == "B2 decodeScores" || kv.first == "B1+B2 as one launch (the runner's)") {

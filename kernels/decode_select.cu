@@ -14,7 +14,6 @@
 #include "kernels/qsaCommon.cuh"
 #include "kernels/qsaInternal.h"
 #include "kernels/qsaRadixSelect.cuh"
-#include "kernels/qsaTestHooks.h"
 
 namespace trt_edgellm {
 namespace kernel {
@@ -23,7 +22,8 @@ namespace {
 
 constexpr int kThreads = 1024;
 constexpr int kItems = 32;           // rows up to 32768 blocks (ctx 131072) keep their keys in registers
-constexpr int kClusterThreads = 512; // threads per CTA of the cluster kernel
+constexpr int kCluster = 8;          // CTAs per row in the cluster kernel (the portable cluster size)
+constexpr int kClusterThreads = 512; // threads per CTA there
 
 // The row's geometry and the rows that need no radix select (contract section 5: invalid rows all -1;
 // nVis <= 512: every block, then the tail). Returns true when the row is done. Uniform over the CTA.
@@ -108,8 +108,9 @@ __global__ void __launch_bounds__(kThreads)
 
 namespace cg = cooperative_groups;
 
+constexpr int kClusterItems = 8; // keys per thread in registers: rows up to 32768 blocks
+
 // The row's totals over the cluster's CTAs (qsaRadixSelect.cuh, Scope). Integer sums: exact in any order.
-template <int kCluster>
 struct ClusterScope {
     int (*exch)[256]; // this CTA's digit counts of the last two passes (double-buffered)
     int2* tot;        // [kCluster]: slot r holds rank r's (greater, equal) totals, pushed by rank r
@@ -153,10 +154,7 @@ struct ClusterScope {
 
 #endif // sm_90: clusters
 
-// One row per cluster of kCluster CTAs (grid = kCluster * B, cluster dims set at launch); kClusterItems keys per
-// thread in registers (kCluster * kClusterThreads * kClusterItems = 32768: rows up to ctx 131072; longer rows
-// re-read their keys on every pass).
-template <int kCluster, int kClusterItems>
+// One row per cluster of kCluster CTAs (grid = kCluster * B, cluster dims set at launch).
 __global__ void __launch_bounds__(kClusterThreads)
     decodeSelectClusterKernel(int32_t* outIdx, float const* logits, int32_t const* contextLengths, int32_t maxBlocks,
                               int32_t* splitCounters, int32_t numKVHeads) {
@@ -188,7 +186,7 @@ __global__ void __launch_bounds__(kClusterThreads)
     int const gBegin = min(hi, lo + static_cast<int>(threadIdx.x) * chunk);
     int const gEnd = min(hi, gBegin + chunk);
     EmitExpanded const emit{out};
-    ClusterScope<kCluster> const scope{exch, tot};
+    ClusterScope const scope{exch, tot};
     if (chunk <= kClusterItems) {
         CachedKeys<kClusterItems> keys;
         keys.count = gEnd - gBegin;
@@ -219,60 +217,16 @@ bool deviceHasClusters() {
     return cachedDeviceAttribute<cudaDevAttrClusterLaunch>() != 0;
 }
 
-// The two cluster geometries: 8 CTAs per row (the portable maximum: the shortest latency per row), or 4 CTAs per
-// row with twice the keys per thread. The 8-CTA kernel's clusters do not all fit on the device at once from some
-// batch size on (B=64 on an H100: 512 CTAs, about 396 resident), and a second wave costs a whole row latency.
-using SelectKernel = void (*)(int32_t*, float const*, int32_t const*, int32_t, int32_t*, int32_t);
-SelectKernel const kWideClusters = decodeSelectClusterKernel<8, 8>;
-SelectKernel const kNarrowClusters = decodeSelectClusterKernel<4, 16>;
-
-// How many clusters of the 8-CTA kernel the current device runs at once (queried once per device; 0 when the
-// query fails, which picks the 4-CTA kernel: both give the same bits).
-int wideClustersResident() {
-    static int cached[64] = {}; // value + 1; 0: not queried yet
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    int known = __atomic_load_n(&cached[dev], __ATOMIC_RELAXED);
-    if (known == 0) {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(8 * 1024);
-        cfg.blockDim = dim3(kClusterThreads);
-        cudaLaunchAttribute attr;
-        attr.id = cudaLaunchAttributeClusterDimension;
-        attr.val.clusterDim.x = 8;
-        attr.val.clusterDim.y = 1;
-        attr.val.clusterDim.z = 1;
-        cfg.attrs = &attr;
-        cfg.numAttrs = 1;
-        int n = 0;
-        if (cudaOccupancyMaxActiveClusters(&n, kWideClusters, &cfg) != cudaSuccess) {
-            (void)cudaGetLastError();
-            n = 0;
-        }
-        known = n + 1;
-        __atomic_store_n(&cached[dev], known, __ATOMIC_RELAXED);
-    }
-    return known - 1;
-}
-
 } // namespace
 
 void launchDecodeSelectImpl(char const* fn, int32_t* outIdx, float const* logits, int32_t const* contextLengths,
                             int32_t* splitCounters, int32_t numKVHeads, int32_t batchSize, int32_t maxBlocks,
                             cudaStream_t stream) {
     QSA_MUTANT_SYNC();
-    if (deviceHasClusters() && static_cast<int64_t>(batchSize) * 8 <= 0x7FFFFFFF) {
-        // The 8-CTA clusters while every row's cluster is resident at once, else the 4-CTA ones (one wave for
-        // twice the batch). Tests force either (kernels/qsaTestHooks.h).
-        int const forced = qsa_test::decodeSelectClustersFlag().load(std::memory_order_relaxed);
-        bool const wide = forced != 0 ? forced == 8 : batchSize <= wideClustersResident();
-        unsigned const cluster = wide ? 8u : 4u;
-        launchAfterPrevious(fn, wide ? kWideClusters : kNarrowClusters, dim3(static_cast<unsigned>(batchSize) * cluster),
-                            dim3(kClusterThreads), stream, cluster, outIdx, logits, contextLengths, maxBlocks,
-                            splitCounters, numKVHeads);
+    if (deviceHasClusters() && static_cast<int64_t>(batchSize) * kCluster <= 0x7FFFFFFF) {
+        launchAfterPrevious(fn, decodeSelectClusterKernel, dim3(static_cast<unsigned>(batchSize) * kCluster),
+                            dim3(kClusterThreads), stream, static_cast<unsigned>(kCluster), outIdx, logits,
+                            contextLengths, maxBlocks, splitCounters, numKVHeads);
     } else {
         launchAfterPrevious(fn, decodeSelectKernel, dim3(static_cast<unsigned>(batchSize)), dim3(kThreads), stream, 1u,
                             outIdx, logits, contextLengths, maxBlocks, splitCounters, numKVHeads);

@@ -4,7 +4,6 @@
 // logit is read; invalid rows all -1. Ties at the threshold are the point of this file.
 #include <cfloat>
 
-#include "kernels/qsaTestHooks.h"
 #include "kernels/test_helper.h"
 
 namespace qsa {
@@ -93,22 +92,11 @@ void runCase(std::vector<SelRow> const& rows, int32_t maxBlocks, uint64_t seed) 
     ref::decodeSelect(expect.data(), logits.data(), ctx.data(), B, maxBlocks);
     DevBuf<float> dLogits(logits);
     DevBuf<int32_t> dCtx(ctx), out(n);
-    // On sm_90 both cluster geometries (8 CTAs per row, 4 CTAs per row: kernels/qsaTestHooks.h), besides the
-    // launcher's own choice; simt and older GPUs run the one-CTA kernel whatever the flag says.
-#ifdef QSA_SIMT
-    std::vector<int> const geometries = {0};
-#else
-    std::vector<int> const geometries = {0, 8, 4};
-#endif
-    for (int clusters : geometries) {
-        SCOPED_TRACE(clusters == 0 ? "clusters: the launcher's choice" : clusters == 8 ? "clusters: 8" : "clusters: 4");
-        kn::qsa_test::ScopedDecodeSelectClusters force(clusters);
-        out.fillBytes(0x5A);
-        onStream([&](cudaStream_t stream) {
-            kn::launchQsaDecodeSelect(out.get(), dLogits.get(), dCtx.get(), B, maxBlocks, stream);
-        });
-        EXPECT_TRUE(bitsEqual(expect, out.download(), {"outIdx", p, size_t(ref::kIndexWidth)}));
-    }
+    out.fillBytes(0x5A);
+    onStream([&](cudaStream_t stream) {
+        kn::launchQsaDecodeSelect(out.get(), dLogits.get(), dCtx.get(), B, maxBlocks, stream);
+    });
+    EXPECT_TRUE(bitsEqual(expect, out.download(), {"outIdx", p, size_t(ref::kIndexWidth)}));
     EXPECT_TRUE(bitsEqual(logits, dLogits.download<float>(), {"logits (read only)", p, size_t(maxBlocks)}));
 }
 
@@ -161,8 +149,7 @@ TEST(DecodeSelectTest, LongContext) {
             32769, 30);
 }
 
-// A batch of more rows than an H100 holds 8-CTA clusters at once (about 49): the launcher's own choice is then the
-// 4-CTA kernel (both forced geometries run too, see runCase).
+// A batch of more rows than an H100 holds 8-CTA clusters at once (about 49: a second wave of clusters).
 TEST(DecodeSelectTest, ManyRows) {
     std::vector<SelRow> rows;
     Row const kinds[] = {Row::kThreeValues, Row::kThresholdTies, Row::kLowBits, Row::kRandom, Row::kSpecials};

@@ -8,9 +8,8 @@
 // (2) K2's narrow-tile path (kernels/scores.cu): on a device that cannot give a block 67,584 bytes of shared
 // memory (sm_75 gives 64 KB) K2 runs CTAs of 32 blocks instead of 64; the flag makes K2 take that path on any
 // device so that the H200 tests it (kernels/scores_test.cc). One relaxed atomic load per K2 launch.
-// Only tests and the bench may include this header (kernels/launch_failure_test.cc, kernels/scores_test.cc,
-// kernels/decode_select_test.cc, properties/differential_stages_test.cc, kernels/bench.cc); production code never
-// sets a flag.
+// Only tests may include this header (kernels/launch_failure_test.cc, kernels/scores_test.cc,
+// properties/differential_stages_test.cc); production code never sets a flag.
 #pragma once
 
 #include <atomic>
@@ -51,23 +50,6 @@ inline std::atomic<int>& narrowScoresTilesFlag() {
 
 // RAII: K2 runs its narrow tiles while an instance is alive.
 using ScopedNarrowScoresTiles = ScopedFlag<narrowScoresTilesFlag>;
-
-// (3) B3's cluster geometry on sm_90 (kernels/decode_select.cu): 0 lets the launcher choose by the batch size (8
-// CTAs per row while every row's cluster is resident at once, else 4); 8 or 4 forces one, so that the GPU tests
-// run both and the bench times both. One relaxed atomic load per B3 launch.
-inline std::atomic<int>& decodeSelectClustersFlag() {
-    static std::atomic<int> flag{0};
-    return flag;
-}
-
-// RAII: B3 runs clusters of `n` CTAs while an instance is alive.
-class ScopedDecodeSelectClusters {
-public:
-    explicit ScopedDecodeSelectClusters(int n) { decodeSelectClustersFlag().store(n); }
-    ~ScopedDecodeSelectClusters() { decodeSelectClustersFlag().store(0); }
-    ScopedDecodeSelectClusters(ScopedDecodeSelectClusters const&) = delete;
-    ScopedDecodeSelectClusters& operator=(ScopedDecodeSelectClusters const&) = delete;
-};
 
 } // namespace qsa_test
 } // namespace kernel

@@ -170,12 +170,6 @@ cudaError_t cudaMemcpyToSymbolAsync(void const* symbol, void const* src, size_t 
     std::memcpy(static_cast<char*>(const_cast<void*>(symbol)) + offset, src, count);
     return cudaSuccess;
 }
-// simt has no clusters (cudaDevAttrClusterLaunch is 0): kernels that ask get "not supported".
-cudaError_t cudaOccupancyMaxActiveClusters(int* numClusters, void const*, cudaLaunchConfig_t const*) {
-    *numClusters = 0;
-    return cudaErrorNotSupported;
-}
-
 cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode*) {
     return cudaSuccess;
 }
