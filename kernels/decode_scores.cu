@@ -267,11 +267,11 @@ void launchDecodePrepScoresImpl(char const* fn, T* qNormed, float* logits, T con
     // An ordinary launch: it reads what the stream's earlier work wrote (the pool, the inputs), so it starts
     // after that work; B3 then starts after it by programmatic dependent launch.
     if (vecTails(poolState)) {
-        decodeScoresKernel<T, true, true><<<grid, threads, 0, stream>>>(logits, nullptr, prep, contextLengths,
-                                                                       toPoolDev(poolState), maxBlocks);
+        decodeScoresKernel<T, true, true>
+            <<<grid, threads, 0, stream>>>(logits, nullptr, prep, contextLengths, toPoolDev(poolState), maxBlocks);
     } else {
-        decodeScoresKernel<T, false, true><<<grid, threads, 0, stream>>>(logits, nullptr, prep, contextLengths,
-                                                                        toPoolDev(poolState), maxBlocks);
+        decodeScoresKernel<T, false, true>
+            <<<grid, threads, 0, stream>>>(logits, nullptr, prep, contextLengths, toPoolDev(poolState), maxBlocks);
     }
     checkLaunch(fn);
 }
@@ -300,9 +300,9 @@ void launchQsaDecodeScores(float* logits, T const* qNormed, int32_t const* conte
     checkDecodeGeometry(fn, poolState, batchSize, maxBlocks);
     dim3 const grid = scoresGrid(fn, batchSize, maxBlocks);
     DecodePrepArgs<T> const none{};
-    launchAfterPrevious(fn, vecTails(poolState) ? decodeScoresKernel<T, true, false> : decodeScoresKernel<T, false, false>,
-                        grid, dim3(kTile), stream, 1u, logits, qNormed, none, contextLengths, toPoolDev(poolState),
-                        maxBlocks);
+    launchAfterPrevious(
+        fn, vecTails(poolState) ? decodeScoresKernel<T, true, false> : decodeScoresKernel<T, false, false>, grid,
+        dim3(kTile), stream, 1u, logits, qNormed, none, contextLengths, toPoolDev(poolState), maxBlocks);
 }
 
 template void launchQsaDecodeScores<__half>(float*, __half const*, int32_t const*, QsaIndexerPoolState const&, int32_t,

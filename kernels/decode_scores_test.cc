@@ -88,8 +88,8 @@ void runFusedCase(std::vector<int32_t> const& ctx, int32_t maxBlocks, ref::PoolD
     q.fillBytes(0xFF);
     onStream([&](cudaStream_t stream) {
         kn::qsa_detail::launchDecodePrepScoresImpl<T>("test", q.as<T>(), out.get(), dQk.as<T const>(), dCs.get(),
-                                                      dCtx.get(), dWq.as<T const>(), dWk.as<T const>(), eps,
-                                                      dp.state(), B, maxBlocks, stream);
+                                                      dCtx.get(), dWq.as<T const>(), dWk.as<T const>(), eps, dp.state(),
+                                                      B, maxBlocks, stream);
     });
     EXPECT_TRUE(bitsEqual(expectQ, q.download(), {"qNormed", p, ref::kHeadDim, dt}));
     EXPECT_TRUE(bitsEqual(hp.data, dp.data.download(), {"pool", p, size_t(dims.poolHeadDim), dt}));

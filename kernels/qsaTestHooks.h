@@ -1,8 +1,8 @@
 // Test-only hooks. (1) The "failed launch" error path (contract section 2: the runners throw
 // std::runtime_error naming the function on a failed launch). A real launch failure cannot be provoked
 // through valid public arguments, so a test sets this flag and the FIRST launch of each runner
-// (launchQsaQPrep for prefill, the B1+B2 launch for decode; launchQsaDecodePrep has it too) is issued with blockDim.x above the
-// 1024-thread limit: a genuinely invalid configuration that the CUDA runtime rejects with
+// (launchQsaQPrep for prefill, the B1+B2 launch for decode; launchQsaDecodePrep has it too) is issued with blockDim.x
+// above the 1024-thread limit: a genuinely invalid configuration that the CUDA runtime rejects with
 // cudaErrorInvalidConfiguration (not sticky: the context stays usable). Nothing else reads the flag;
 // it is 0 unless a test sets it, and costs one relaxed atomic load per launch of those two launchers.
 // (2) K2's narrow-tile path (kernels/scores.cu): on a device that cannot give a block 67,584 bytes of shared
