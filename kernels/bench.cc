@@ -126,6 +126,23 @@ std::vector<double> timeRuns(int runs, cudaStream_t st, F fn) {
     return t;
 }
 
+// fn(stream) captured once into a CUDA graph, 5 warm-up launches, then `runs` timed launches of the graph.
+template <typename F>
+std::vector<double> timeGraph(int runs, cudaStream_t st, F fn) {
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    QSA_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    fn(st);
+    QSA_CUDA(cudaStreamEndCapture(st, &g));
+    QSA_CUDA(cudaGraphInstantiate(&ge, g, 0));
+    for (int i = 0; i < 5; ++i)
+        QSA_CUDA(cudaGraphLaunch(ge, st));
+    std::vector<double> const t = timeRuns(runs, st, [&] { QSA_CUDA(cudaGraphLaunch(ge, st)); });
+    QSA_CUDA(cudaGraphExecDestroy(ge));
+    QSA_CUDA(cudaGraphDestroy(g));
+    return t;
+}
+
 struct Floors {
     double flops; // FLOP/s
     double bw;    // bytes/s (read + write)
@@ -340,15 +357,7 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
     for (int i = 0; i < 5; ++i)
         runOnce(st);
     std::vector<double> const plain = timeRuns(runs, st, [&] { runOnce(st); });
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    QSA_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    runOnce(st);
-    QSA_CUDA(cudaStreamEndCapture(st, &g));
-    QSA_CUDA(cudaGraphInstantiate(&ge, g, 0));
-    for (int i = 0; i < 5; ++i)
-        QSA_CUDA(cudaGraphLaunch(ge, st));
-    std::vector<double> const graphT = timeRuns(runs, st, [&] { QSA_CUDA(cudaGraphLaunch(ge, st)); });
+    std::vector<double> const graphT = timeGraph(runs, st, runOnce);
     auto* qn = mem.alloc<uint16_t>(size_t(B) * 512);
     auto* logits = mem.alloc<float>(size_t(B) * maxBlocks);
     // The runner before issue 35, in the same run: B1, B2, B3 as three launches (B2 and B3 by programmatic
@@ -358,26 +367,18 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
         kn::launchQsaDecodeScores<T>(logits, reinterpret_cast<T const*>(qn), ctx, ps, B, maxBlocks, s);
         kn::qsa_detail::launchDecodeSelectImpl("bench", out, logits, ctx, split, kvHeads, B, maxBlocks, s);
     };
-    std::vector<int32_t> outRunner(size_t(B) * 2051), outThree(outRunner.size());
     // Both from the same pool state: the step's pool writes are the same bits each time (B1 rewrites the same
     // cells from the same inputs), so repeated steps read the same pool.
-    runOnce(st);
-    QSA_CUDA(cudaMemcpyAsync(outRunner.data(), out, outRunner.size() * 4, cudaMemcpyDeviceToHost, st));
-    QSA_CUDA(cudaStreamSynchronize(st));
-    threeLaunches(st);
-    QSA_CUDA(cudaMemcpyAsync(outThree.data(), out, outThree.size() * 4, cudaMemcpyDeviceToHost, st));
-    QSA_CUDA(cudaStreamSynchronize(st));
+    auto outIdxAfter = [&](auto step) {
+        std::vector<int32_t> host(size_t(B) * 2051);
+        step(st);
+        QSA_CUDA(cudaMemcpyAsync(host.data(), out, host.size() * 4, cudaMemcpyDeviceToHost, st));
+        QSA_CUDA(cudaStreamSynchronize(st));
+        return host;
+    };
     std::printf("\ndecode B=%d: outIdx of the runner %s the three launches' on all %d rows\n", B,
-                outRunner == outThree ? "IDENTICAL to" : "DIFFERS from", B);
-    cudaGraph_t g3;
-    cudaGraphExec_t ge3;
-    QSA_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    threeLaunches(st);
-    QSA_CUDA(cudaStreamEndCapture(st, &g3));
-    QSA_CUDA(cudaGraphInstantiate(&ge3, g3, 0));
-    for (int i = 0; i < 5; ++i)
-        QSA_CUDA(cudaGraphLaunch(ge3, st));
-    std::vector<double> const graph3 = timeRuns(runs, st, [&] { QSA_CUDA(cudaGraphLaunch(ge3, st)); });
+                outIdxAfter(runOnce) == outIdxAfter(threeLaunches) ? "IDENTICAL to" : "DIFFERS from", B);
+    std::vector<double> const graph3 = timeGraph(runs, st, threeLaunches);
     // Stages on their own.
     std::map<std::string, std::vector<double>> stage;
     for (int r = -3; r < runs; ++r) {
@@ -421,10 +422,6 @@ void benchDecode(char const* dtName, bool isBf16, int32_t B, int32_t ctxLen, int
             std::printf("| %s | %.4f | %s | - | - |\n", kv.first.c_str(), m, before(dtName, kase, kv.first).c_str());
         }
     }
-    cudaGraphExecDestroy(ge);
-    cudaGraphDestroy(g);
-    cudaGraphExecDestroy(ge3);
-    cudaGraphDestroy(g3);
 }
 
 } // namespace

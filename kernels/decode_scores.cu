@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(kTile)
     allowNextToStart();
     int64_t const b = blockIdx.y;
     int64_t const ctx = contextLengths[b];
-    bool const valid = ctx >= 1 && ctx / 4 <= maxBlocks;
+    bool const valid = ctx >= 1 && ctx / 4 <= maxBlocks; // B2's own rule: decodeRowValid carries B1's hook 35
     int const nVis = valid ? static_cast<int>(ctx / 4) : 0;
     int const g0 = blockIdx.x * kTile;
     int const lane = threadIdx.x & 31;
