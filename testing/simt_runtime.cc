@@ -95,8 +95,8 @@ cudaError_t cudaFuncSetAttribute(void const*, enum cudaFuncAttribute, int) {
 }
 // Freed blocks are kept by size and handed out again: kernel tests allocate the same large outIdx buffers case
 // after case, and fresh memory costs a page fault per page touched. Like cudaMalloc's, the memory is not
-// initialised: every block, fresh or reused, holds the 0xCD poison. Behind every block lies a guard of min(size, 16 MiB)
-// poisoned with 0xCD on every allocation: a kernel that reads past its buffer (a pool page id past both planes,
+// initialised: every block, fresh or reused, holds the 0xCD poison. Behind every block lies a guard of min(size, 16
+// MiB) poisoned with 0xCD on every allocation: a kernel that reads past its buffer (a pool page id past both planes,
 // mutant 36) gets values no reference gives (0xCDCD is -23.2 in half, -4.3e8 in bf16), where fresh memory
 // would give zeros, which look like the +0.0 of a rejected page.
 cudaError_t cudaMalloc(void** p, size_t bytes) {
