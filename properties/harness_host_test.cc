@@ -1,6 +1,6 @@
-// The host backend's block cache (harness_host.cc): a freed block is handed out again, and under ASan the bytes
-// past a request's rounding and a released block stay poisoned, so an overrun or a use after release by the
-// implementation under test is still reported (the sanitizer step of .ci/run runs this file under ASan).
+// The host backend's block cache (harness_host.cc over testing/block_cache.h): a freed block is handed out again, and
+// under ASan the bytes past a request's rounding and a released block stay poisoned, so an overrun or a use after
+// release by the implementation under test is still reported (the sanitizer step of .ci/run runs this file under ASan).
 #include <gtest/gtest.h>
 
 #include "properties/backend.h"

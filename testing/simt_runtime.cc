@@ -4,22 +4,17 @@
 // on it runs its kernels through simt and its host code unchanged. Anything else of the runtime is not here,
 // so a test that needs it does not link.
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
+#include "testing/block_cache.h"
 #include "testing/simt.h"
 
 namespace {
-std::multimap<size_t, void*>& freeBlocks() {
-    static std::multimap<size_t, void*> m;
-    return m;
-}
-std::map<void*, size_t>& sizes() {
-    static std::map<void*, size_t> m;
+std::map<void*, std::pair<size_t, size_t>>& live() { // (the request rounded to 256 bytes, the block's capacity)
+    static std::map<void*, std::pair<size_t, size_t>> m;
     return m;
 }
 size_t guardBytes(size_t rounded) {
@@ -31,7 +26,8 @@ namespace simt {
 
 // After every launch: a guard byte that is no longer 0xCD was written by the kernel past the end of its buffer.
 void checkGuards() {
-    for (auto const& [p, rounded] : sizes()) {
+    for (auto const& [p, sizes] : live()) {
+        size_t const rounded = sizes.first;
         auto* g = static_cast<unsigned char*>(p) + rounded;
         size_t const n = guardBytes(rounded);
         size_t const i = firstUnpoisoned(g, n);
@@ -93,38 +89,34 @@ cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int) {
 cudaError_t cudaFuncSetAttribute(void const*, enum cudaFuncAttribute, int) {
     return cudaSuccess;
 }
-// Freed blocks are kept by size and handed out again: kernel tests allocate the same large outIdx buffers case
-// after case, and fresh memory costs a page fault per page touched. Like cudaMalloc's, the memory is not
-// initialised: every block, fresh or reused, holds the 0xCD poison. Behind every block lies a guard of min(size, 16
-// MiB) poisoned with 0xCD on every allocation: a kernel that reads past its buffer (a pool page id past both planes,
-// mutant 36) gets values no reference gives (0xCDCD is -23.2 in half, -4.3e8 in bf16), where fresh memory
-// would give zeros, which look like the +0.0 of a rejected page.
+// Blocks from testing/block_cache.h (freed ones handed out again: kernel tests allocate the same large outIdx
+// buffers case after case, and fresh memory costs a page fault per page touched). Like cudaMalloc's, the memory is
+// not initialised: every block, fresh or reused, holds the 0xCD poison. Behind every block lies a guard of
+// min(size, 16 MiB) poisoned with 0xCD on every allocation: a kernel that reads past its buffer (a pool page id past
+// both planes, mutant 36) gets values no reference gives (0xCDCD is -23.2 in half, -4.3e8 in bf16), where fresh
+// memory would give zeros, which look like the +0.0 of a rejected page.
 cudaError_t cudaMalloc(void** p, size_t bytes) {
     size_t const rounded = (bytes + 255) / 256 * 256; // cudaMalloc's 256-byte alignment
-    auto const it = freeBlocks().find(rounded);
-    if (it != freeBlocks().end()) {
-        *p = it->second;
-        freeBlocks().erase(it);
-    } else {
-        *p = std::aligned_alloc(256, rounded + guardBytes(rounded) + 256);
-    }
+    size_t const poisoned = rounded + guardBytes(rounded);
+    qsa::testlib::Block const b = qsa::testlib::takeBlock(poisoned + 256);
+    *p = b.p;
     if (*p == nullptr) {
         return cudaErrorMemoryAllocation;
     }
-    std::memset(*p, 0xCD, rounded + guardBytes(rounded)); // fresh heap memory (heap_kept.cc) may hold anything
-    sizes()[*p] = rounded;
+    std::memset(*p, 0xCD, poisoned); // a reused block, or fresh heap memory (block_cache.cc), may hold anything
+    live()[*p] = {rounded, b.cap};
     return cudaSuccess;
 }
 cudaError_t cudaFree(void* p) {
     if (p == nullptr) {
         return cudaSuccess;
     }
-    auto const it = sizes().find(p);
-    if (it == sizes().end()) {
+    auto const it = live().find(p);
+    if (it == live().end()) {
         return cudaErrorInvalidValue;
     }
-    freeBlocks().emplace(it->second, p);
-    sizes().erase(it);
+    qsa::testlib::giveBlock({p, it->second.second});
+    live().erase(it);
     return cudaSuccess;
 }
 cudaError_t cudaMemcpy(void* dst, void const* src, size_t bytes, enum cudaMemcpyKind) {
