@@ -484,6 +484,12 @@ std::optional<Options> parseArgs(int argc, char const* const* argv, std::string 
     app.add_option("--impl-lib", o.implLib,
                    "the shared library under test (the kit's build, --//api:impl=//api:loaded; default "
                    "$QSA_IMPL_LIB): checked first, then passed to every child as QSA_IMPL_LIB");
+    bool noSanitizers = false;
+    app.add_option("--sanitizers", o.sanitize.tools, "compute-sanitizer tools over the GPU tests (certify_sanitize.h)")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"memcheck", "racecheck", "initcheck", "synccheck"}));
+    app.add_flag("--no-sanitizers", noSanitizers, "skip the compute-sanitizer part (the certificate says not run)");
+    app.add_option("--sanitize-jobs", o.sanitize.jobs, "sanitizer pairs at a time")->check(CLI::PositiveNumber);
     try {
         app.parse(argc, argv);
     } catch (CLI::CallForHelp const& e) {
@@ -508,6 +514,7 @@ std::optional<Options> parseArgs(int argc, char const* const* argv, std::string 
     if (noExhaustive && exhaustiveOnly) {
         throw std::runtime_error("certify: --no-exhaustive and --exhaustive-only exclude each other");
     }
+    o.sanitize.enabled = !noSanitizers;
     o.exhaustive = !noExhaustive;
     o.properties = !exhaustiveOnly;
     o.replayFixtures = !noReplay && !exhaustiveOnly;

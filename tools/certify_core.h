@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/certify_sanitize.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -162,6 +164,7 @@ struct Options {
     int fakeGpus = 1;              // GPUs pretended by --cpu-dry-run
     int fakeSm = 90;               // their SM (major*10+minor), to test the SASS refusal without a GPU
     std::string implLib;           // --impl-lib: the shared library under test (the kit's build, //api:loaded)
+    sanitize::Options sanitize;    // --sanitizers=..., --no-sanitizers, --sanitize-jobs=N
 };
 // Parses certify's command line (argv[0] included). `defaultOutDir` is used when --out is absent.
 // Throws std::runtime_error with the usage on bad arguments; returns nullopt after --help (usage printed).

@@ -35,8 +35,6 @@ namespace checks = qsa::checks;
 int realMain(int argc, char** argv) {
     std::string const defaultOut =
         (fs::path(envOr("BUILD_WORKING_DIRECTORY", fs::current_path().string())) / "certificate").string();
-    // --sanitizers=..., --no-sanitizers, --sanitize-jobs=N (tools/certify_sanitize.h), before the main parser.
-    sanitize::Options const sanitizeOpts = sanitize::takeArgs(argc, argv);
     std::optional<Options> const parsed = parseArgs(argc, argv, defaultOut);
     if (!parsed) {
         return 0;
@@ -96,7 +94,7 @@ int realMain(int argc, char** argv) {
 
     plan.exhaustiveJudged = plan.sel.judged(checks::lookup("Exhaustive.Primitives"));
     runJobs(o, plan, runs, progress);
-    return writeCertificate(o, sanitizeOpts, plan, runs, started, progress.start);
+    return writeCertificate(o, plan, runs, started, progress.start);
 }
 
 } // namespace

@@ -184,12 +184,12 @@ json certificateOf(Options const& o, Plan const& plan, std::vector<GpuRun>& runs
 
 } // namespace
 
-int writeCertificate(Options const& o, sanitize::Options const& sanitizeOpts, Plan const& plan,
-                     std::vector<GpuRun>& runs, std::string const& started, Clock::time_point start) {
+int writeCertificate(Options const& o, Plan const& plan, std::vector<GpuRun>& runs, std::string const& started,
+                     Clock::time_point start) {
     json cert = certificateOf(o, plan, runs, started, start);
     // compute-sanitizer part (tools/certify_sanitize.h): after the properties, so the GPU is free for it.
     cert["sanitizers"] = o.cpuDryRun ? sanitize::notRun("CPU dry run")
-                                     : sanitize::run(sanitizeOpts, plan.layout.bundleRoot.string(),
+                                     : sanitize::run(o.sanitize, plan.layout.bundleRoot.string(),
                                                      (plan.outDir / "sanitizer_logs").string());
     sanitize::applyVerdict(cert);
     if (cert["sanitizers"].value("verdict", "") == "FAIL") { // the levels are the checks'; say what else failed

@@ -4,7 +4,6 @@
 #include <sys/wait.h>
 
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <regex>
 #include <sstream>
@@ -15,59 +14,6 @@ namespace certify {
 namespace sanitize {
 
 using nlohmann::json;
-
-namespace {
-
-std::vector<std::string> splitComma(std::string const& s) {
-    std::vector<std::string> v;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        if (!item.empty()) {
-            v.push_back(item);
-        }
-    }
-    return v;
-}
-
-bool startsWith(std::string const& s, std::string const& p) {
-    return s.compare(0, p.size(), p) == 0;
-}
-
-} // namespace
-
-Options takeArgs(int& argc, char** argv) {
-    Options o;
-    int out = 1;
-    for (int i = 1; i < argc; ++i) {
-        std::string const a = argv[i];
-        if (a == "--no-sanitizers") {
-            o.enabled = false;
-        } else if (startsWith(a, "--sanitizers=")) {
-            o.tools = splitComma(a.substr(std::strlen("--sanitizers=")));
-            for (std::string const& t : o.tools) {
-                if (t != "memcheck" && t != "racecheck" && t != "initcheck" && t != "synccheck") {
-                    throw std::runtime_error("certify: --sanitizers: unknown tool '" + t +
-                                             "' (memcheck, racecheck, initcheck, synccheck)");
-                }
-            }
-            if (o.tools.empty()) {
-                throw std::runtime_error("certify: --sanitizers= needs at least one tool");
-            }
-        } else if (startsWith(a, "--sanitize-jobs=")) {
-            std::string const v = a.substr(std::strlen("--sanitize-jobs="));
-            if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) < 1) {
-                throw std::runtime_error("certify: --sanitize-jobs wants a positive integer, got '" + v + "'");
-            }
-            o.jobs = std::stoi(v);
-        } else {
-            argv[out++] = argv[i];
-        }
-    }
-    argc = out;
-    argv[argc] = nullptr;
-    return o;
-}
 
 std::optional<Pair> parseLine(std::string const& line) {
     static std::regex const re(
@@ -104,7 +50,7 @@ json summarize(std::string const& stdoutText, int exitStatus, std::vector<std::s
                 j["note"] = p->note;
             }
             pairs.push_back(j);
-        } else if (startsWith(line, "run_all --sanitize:")) {
+        } else if (line.rfind("run_all --sanitize:", 0) == 0) {
             summaryLine = line;
         }
     }

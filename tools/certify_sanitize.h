@@ -14,17 +14,13 @@ namespace qsa {
 namespace certify {
 namespace sanitize {
 
-// certify's own flags, taken out of argv before the main parser sees them:
-//   --sanitizers=memcheck,racecheck (the default)  any subset of run_all.sh's tools
-//   --no-sanitizers                                 skip the part (the certificate says "not run")
-//   --sanitize-jobs=N                               pairs at a time (default 6)
+// certify's flags (certify_core.cc parseArgs): --sanitizers=memcheck,racecheck (the default; any subset of
+// run_all.sh's tools), --no-sanitizers (the certificate says "not run"), --sanitize-jobs=N (pairs at a time).
 struct Options {
     std::vector<std::string> tools = {"memcheck", "racecheck"};
     bool enabled = true;
     int jobs = 6;
 };
-// Removes the flags above from argv (argc updated). Throws std::runtime_error on a bad value.
-Options takeArgs(int& argc, char** argv);
 
 // One line of run_all.sh --sanitize, e.g.
 // "racecheck kernels/expand_test  errors=0    hazards=0     12.3 s  PASS".

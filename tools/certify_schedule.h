@@ -100,8 +100,8 @@ std::string utcNow();
 // Builds the certificate of `runs` (started at `started` / `start`), runs the sanitizer part (not in a CPU dry
 // run), writes plan.outDir/certificate.json and certificate.md and prints the stage-tests line and the verdict.
 // Returns certify's exit code: 0 PASS, 1 FAIL.
-int writeCertificate(Options const& o, sanitize::Options const& sanitizeOpts, Plan const& plan,
-                     std::vector<GpuRun>& runs, std::string const& started, Clock::time_point start);
+int writeCertificate(Options const& o, Plan const& plan, std::vector<GpuRun>& runs, std::string const& started,
+                     Clock::time_point start);
 
 } // namespace certify
 } // namespace qsa
