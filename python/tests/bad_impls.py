@@ -11,28 +11,21 @@ def good(f):
     return numpy_impl.run(f)
 
 
-def pool_as_float32(f):  # T values instead of their bits
-    out = numpy_impl.run(f)
-    out["pool"] = out["pool"].view(np.float16).astype(np.float32)
-    return out
+def _changed(change):
+    """numpy_impl's outputs, then change(out) on them."""
+    def impl(f):
+        out = numpy_impl.run(f)
+        change(out)
+        return out
+    return impl
 
 
-def out_idx_as_float(f):
-    out = numpy_impl.run(f)
-    out["out_idx"] = out["out_idx"].astype(np.float64)
-    return out
-
-
-def logits_as_float64(f):
-    out = numpy_impl.run(f)
-    out["logits"] = out["logits"].astype(np.float64)
-    return out
-
-
-def out_idx_short(f):
-    out = numpy_impl.run(f)
-    out["out_idx"] = out["out_idx"][..., :2048]
-    return out
+pool_as_float32 = _changed(lambda o: o.update(pool=o["pool"].view(np.float16).astype(np.float32)))  # T values, not bits
+out_idx_as_float = _changed(lambda o: o.update(out_idx=o["out_idx"].astype(np.float64)))
+logits_as_float64 = _changed(lambda o: o.update(logits=o["logits"].astype(np.float64)))
+out_idx_short = _changed(lambda o: o.update(out_idx=o["out_idx"][..., :2048]))
+typo_key = _changed(lambda o: o.update(qnormed=o.pop("q_normed")))
+no_pool = _changed(lambda o: o.pop("pool", None))
 
 
 def raises(f):
@@ -45,18 +38,6 @@ def hangs(f):
 
 def returns_none(f):
     return None
-
-
-def typo_key(f):
-    out = numpy_impl.run(f)
-    out["qnormed"] = out.pop("q_normed")
-    return out
-
-
-def no_pool(f):
-    out = numpy_impl.run(f)
-    out.pop("pool", None)
-    return out
 
 
 def tie_bug(f):
