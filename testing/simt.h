@@ -291,36 +291,20 @@ inline float __int_as_float(int u) {
     std::memcpy(&f, &u, 4);
     return f;
 }
-inline int min(int a, int b) {
-    return a < b ? a : b;
-}
-inline int max(int a, int b) {
-    return a > b ? a : b;
-}
-inline unsigned min(unsigned a, unsigned b) {
-    return a < b ? a : b;
-}
-inline unsigned max(unsigned a, unsigned b) {
-    return a > b ? a : b;
-}
-inline long long min(long long a, long long b) {
-    return a < b ? a : b;
-}
-inline long long max(long long a, long long b) {
-    return a > b ? a : b;
-}
-inline long min(long a, long b) {
-    return a < b ? a : b;
-}
-inline long max(long a, long b) {
-    return a > b ? a : b;
-}
-inline unsigned long long min(unsigned long long a, unsigned long long b) {
-    return a < b ? a : b;
-}
-inline unsigned long long max(unsigned long long a, unsigned long long b) {
-    return a > b ? a : b;
-}
+// CUDA's integer min and max, one pair per type (the overloads of the device's, no template).
+#define SIMT_MIN_MAX(T)                                                                                                \
+    inline T min(T a, T b) {                                                                                           \
+        return a < b ? a : b;                                                                                          \
+    }                                                                                                                  \
+    inline T max(T a, T b) {                                                                                           \
+        return a > b ? a : b;                                                                                          \
+    }
+SIMT_MIN_MAX(int)
+SIMT_MIN_MAX(unsigned)
+SIMT_MIN_MAX(long long)
+SIMT_MIN_MAX(long)
+SIMT_MIN_MAX(unsigned long long)
+#undef SIMT_MIN_MAX
 // Fibers run one at a time, so an atomic is a read-modify-write with no interleaving.
 namespace simt {
 template <typename T, typename F>
