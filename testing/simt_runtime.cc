@@ -123,25 +123,22 @@ cudaError_t cudaMemcpy(void* dst, void const* src, size_t bytes, enum cudaMemcpy
     std::memmove(dst, src, bytes);
     return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void* dst, void const* src, size_t bytes, enum cudaMemcpyKind, cudaStream_t) {
-    std::memmove(dst, src, bytes);
-    return cudaSuccess;
+cudaError_t cudaMemcpyAsync(void* dst, void const* src, size_t bytes, enum cudaMemcpyKind kind, cudaStream_t) {
+    return cudaMemcpy(dst, src, bytes, kind);
 }
 cudaError_t cudaMemset(void* p, int value, size_t bytes) {
     std::memset(p, value, bytes);
     return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
-    std::memset(p, value, bytes);
-    return cudaSuccess;
+    return cudaMemset(p, value, bytes);
 }
 cudaError_t cudaStreamCreate(cudaStream_t* s) {
     *s = nullptr;
     return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
-    *s = nullptr;
-    return cudaSuccess;
+    return cudaStreamCreate(s);
 }
 cudaError_t cudaStreamDestroy(cudaStream_t) {
     return cudaSuccess;
