@@ -86,10 +86,6 @@ std::string firstLine(std::string const& s) {
     return line.size() > 200 ? line.substr(0, 200) + "..." : line;
 }
 
-} // namespace
-
-namespace {
-
 char const* const kLevels[] = {"core", "hardened"};
 char const* const kProfiles[] = {"none", "ieee", "fast"};
 
