@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <regex>
 #include <set>
@@ -442,6 +443,15 @@ std::string formatProgress(ProgressSnapshot const& s, int barWidth) {
     return os.str();
 }
 
+// CLI::PositiveNumber reports 0 as "Value 0 not in range 0.000000 to 1.797693e+308": say what is wrong instead.
+CLI::Validator const kPositive(
+    [](std::string& v) {
+        char* end = nullptr;
+        double const d = std::strtod(v.c_str(), &end);
+        return !v.empty() && *end == '\0' && d > 0 ? std::string() : "must be a number > 0, got '" + v + "'";
+    },
+    "> 0");
+
 std::optional<Options> parseArgs(int argc, char const* const* argv, std::string const& defaultOutDir) {
     Options o;
     std::vector<std::string> cases;
@@ -450,7 +460,7 @@ std::optional<Options> parseArgs(int argc, char const* const* argv, std::string 
     CLI::App app{"certify: runs every contract's properties with certification budgets and the exhaustive scalar "
                  "checks on every visible GPU, then writes certificate.json and certificate.md"};
     app.add_option("--out", o.outDir, "certificate directory (default: $BUILD_WORKING_DIRECTORY/certificate)");
-    app.add_option("--scale", o.scale, "multiplies every property's case budget")->check(CLI::PositiveNumber);
+    app.add_option("--scale", o.scale, "multiplies every property's case budget")->check(kPositive);
     app.add_option("--seed", o.seed, "base seed; each property's seed is derived from it and its name");
     app.add_option("--jobs-per-gpu", o.jobsPerGpu, "concurrent child processes per GPU (0: from the core count)")
         ->check(CLI::NonNegativeNumber);
@@ -472,7 +482,7 @@ std::optional<Options> parseArgs(int argc, char const* const* argv, std::string 
     app.add_option("--exhaustive-threads", o.exhaustiveThreads, "CPU threads per exhaustive check (0: cores/GPUs)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--child-timeout", o.childTimeout, "seconds before a child is killed and counted as failed")
-        ->check(CLI::PositiveNumber);
+        ->check(kPositive);
     app.add_option("--time-limit", o.timeLimitMinutes,
                    "minutes after which no new child starts; what is left FAILs as not run (0: no limit)")
         ->check(CLI::NonNegativeNumber);
@@ -489,7 +499,7 @@ std::optional<Options> parseArgs(int argc, char const* const* argv, std::string 
         ->delimiter(',')
         ->check(CLI::IsMember({"memcheck", "racecheck", "initcheck", "synccheck"}));
     app.add_flag("--no-sanitizers", noSanitizers, "skip the compute-sanitizer part (the certificate says not run)");
-    app.add_option("--sanitize-jobs", o.sanitize.jobs, "sanitizer pairs at a time")->check(CLI::PositiveNumber);
+    app.add_option("--sanitize-jobs", o.sanitize.jobs, "sanitizer pairs at a time")->check(kPositive);
     try {
         app.parse(argc, argv);
     } catch (CLI::CallForHelp const& e) {

@@ -248,6 +248,16 @@ TEST(Args, BadArgumentsThrow) {
     EXPECT_THROW(parse({"--sanitizers=helgrind"}), std::runtime_error);
     EXPECT_THROW(parse({"--sanitizers="}), std::runtime_error);
     EXPECT_THROW(parse({"--sanitize-jobs=0"}), std::runtime_error);
+    for (char const* arg : {"--sanitize-jobs=0", "--scale=0", "--child-timeout=-1"}) {
+        try {
+            parse({arg});
+            ADD_FAILURE() << arg << " accepted";
+        } catch (std::runtime_error const& e) {
+            std::string const what = e.what();
+            EXPECT_NE(what.find("must be a number > 0, got '"), std::string::npos) << what.substr(0, 200);
+            EXPECT_EQ(what.find("1.797"), std::string::npos) << what.substr(0, 200); // CLI11's range text
+        }
+    }
 }
 
 // A certificate as certify_report.cc builds it, for one GPU.
