@@ -11,6 +11,7 @@
 
 #include "fixtures/explain.h"
 #include "properties/cases.h"
+#include "reference/rowops.h"
 
 namespace qsa {
 namespace prop {
@@ -51,7 +52,7 @@ void prefillMatchesReference(bool hostile) {
             bool tie = false;
             int32_t const MB = (c.seqLen + 3) / 4;
             for (int32_t b = 0; b < c.batchSize && !tie; ++b) {
-                int32_t const ctx = std::min(std::max(c.contextLengths[b], 0), c.seqLen);
+                int32_t const ctx = ref::caseCtx(c, b);
                 if (ctx / 4 > 512)
                     tie = tiesAtRank(&want.logits[(size_t(b) * c.seqLen + ctx - 1) * MB], ctx / 4);
             }

@@ -82,7 +82,7 @@ std::vector<int64_t> rowsToJudge(ref::PrefillCase const& c, size_t randomRows, u
     }
     int64_t const Rc = ref::prefillChunkRows(c.batchSize, S), n = int64_t(c.batchSize) * S;
     for (int32_t b = 0; b < c.batchSize; ++b) {
-        int32_t const ctx = ref::clampCtx(c.contextLengths[b], c.seqLen);
+        int32_t const ctx = ref::caseCtx(c, b);
         for (int32_t t : {0, 3, ctx - 5, ctx - 4, ctx - 2, ctx - 1, ctx, S - 1})
             if (t >= 0 && t < S)
                 rows.push_back(int64_t(b) * S + t);

@@ -189,7 +189,7 @@ std::string judgeQRow(ref::DType dt, uint16_t const* q, bool valid, char const* 
 std::string judgePrefillQ(ref::PrefillCase const& c, PrefillOut const& got) {
     int32_t const S = c.seqLen;
     for (int32_t b = 0; b < c.batchSize; ++b) {
-        int32_t const ctx = ref::clampCtx(c.contextLengths[b], c.seqLen);
+        int32_t const ctx = ref::caseCtx(c, b);
         for (int32_t t = 0; t < S; ++t) {
             size_t const row = size_t(b) * S + t;
             uint16_t const* q = &got.qNormed[row * 512];
@@ -207,7 +207,7 @@ std::string judgePrefillQ(ref::PrefillCase const& c, PrefillOut const& got) {
 std::string judgePrefillKbar(ref::PrefillCase const& c, PrefillOut const& got) {
     int32_t const MB = (c.seqLen + 3) / 4;
     for (int32_t b = 0; b < c.batchSize; ++b) {
-        int32_t const ctx = ref::clampCtx(c.contextLengths[b], c.seqLen);
+        int32_t const ctx = ref::caseCtx(c, b);
         for (int32_t g = 0; g < MB; ++g) {
             uint16_t const* k = &got.kbar[(size_t(b) * MB + g) * 128];
             std::string const where = "K1b kbar (workspace slot, section 6) b=" + std::to_string(b) +
@@ -281,7 +281,7 @@ std::string judgePrefillRows(ref::PrefillCase const& c, PrefillOut const& got, s
             if (!m.empty())
                 return m;
         }
-        int32_t const ctx = ref::clampCtx(c.contextLengths[b], c.seqLen);
+        int32_t const ctx = ref::caseCtx(c, b);
         int32_t const* row = &got.outIdx[size_t(r) * ref::kIndexWidth];
         std::string const where =
             "prefill row b=" + std::to_string(b) + " t=" + std::to_string(t) + " (ctx " + std::to_string(ctx) + ")";
@@ -313,7 +313,7 @@ std::string judgePrefillPool(ref::PrefillCase const& c, PrefillOut const& got) {
     if (!m.empty())
         return "prefill pool: " + m;
     for (int32_t b = 0; b < c.batchSize; ++b) {
-        int32_t const ctx = ref::clampCtx(c.contextLengths[b], c.seqLen);
+        int32_t const ctx = ref::caseCtx(c, b);
         for (int32_t g = 0; 4 * g + 3 < ctx; ++g) {
             uint16_t const* cell = tailAt(c.pool, got.pool, b, 1, 4 * g);
             if (!cell)
@@ -395,7 +395,7 @@ std::string judgePrefillLogits(ref::PrefillCase const& c, PrefillOut const& got,
     Tally& tl = tally();
     // Batches of at most 256 rows of one sequence: one GEMM per head for their bounds.
     for (int64_t lo = r0; lo < r1;) {
-        int32_t const b = int32_t(lo / S), ctx = ref::clampCtx(c.contextLengths[b], c.seqLen);
+        int32_t const b = int32_t(lo / S), ctx = ref::caseCtx(c, b);
         int64_t const hi = std::min({r1, int64_t(b + 1) * S, lo + 256});
         ref::fast::KbarRows const kb(c.dtype, &got.kbar[size_t(b) * MB * 128], MB);
         std::vector<uint16_t const*> qs;

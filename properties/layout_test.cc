@@ -2,6 +2,7 @@
 // distinct visible blocks, kSel = min(512, nVis) of them, the causal tail 4 nVis + j for j < (t + 1) % 4,
 // then -1 to width 2051; entries distinct and in [0, t]; decode rows emit blocks in ascending id.
 #include "properties/cases.h"
+#include "reference/rowops.h"
 
 namespace qsa {
 namespace prop {
@@ -9,7 +10,7 @@ namespace {
 
 std::string prefillLayout(ref::PrefillCase const& c, std::vector<int32_t> const& out) {
     for (int32_t b = 0; b < c.batchSize; ++b) {
-        int32_t const ctx = std::min(std::max(c.contextLengths[b], 0), c.seqLen);
+        int32_t const ctx = ref::caseCtx(c, b);
         for (int32_t t = 0; t < c.seqLen; ++t) {
             std::string m = rowLayoutViolation(&out[(size_t(b) * c.seqLen + t) * ref::kIndexWidth], t, t < ctx, false);
             if (!m.empty())

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "reference/rowops.h"
 #include "testing/rng.h"
 
 namespace qsa {
@@ -62,7 +63,7 @@ void markKTail(CellPlan& plan, ref::HostPool const& p, int32_t b, int32_t t, uin
 CellPlan prefillCellPlan(ref::PrefillCase const& c) {
     CellPlan plan(c.pool.data.size());
     for (int32_t b = 0; b < c.batchSize; ++b) {
-        int32_t const ctx = std::min(std::max(c.contextLengths[b], 0), c.seqLen);
+        int32_t const ctx = ref::caseCtx(c, b);
         for (int32_t g = 0; 4 * g + 3 < ctx; ++g)
             markVTail(plan, c.pool, b, g);
         for (int32_t t = ctx - ctx % 4; t < ctx; ++t) {

@@ -17,6 +17,7 @@
 #include "checks/levels.h"
 #include "fixtures/fixture.h"
 #include "reference/numerics.h"
+#include "reference/rowops.h"
 #include "reference/stages.h"
 #include "testing/bits_diff.h"
 #include "testing/rng.h"
@@ -380,7 +381,7 @@ std::vector<int64_t> sampleRows(ref::PrefillCase const& c, size_t randomRows, ui
     }
     for (int32_t b = 0; b < c.batchSize; ++b) {
         int64_t const base = int64_t(b) * c.seqLen;
-        int32_t const ctx = std::min(std::max(c.contextLengths[b], 0), c.seqLen);
+        int32_t const ctx = ref::caseCtx(c, b);
         for (int64_t t : {0, 1, 2, 3, 4, 2046, 2047, 2048, 2050, 2051})
             add(base + std::min<int64_t>(t, c.seqLen - 1));
         for (int64_t d = -5; d <= 1; ++d)

@@ -7,6 +7,7 @@
 
 #include "properties/harness.h"
 #include "reference/numerics.h"
+#include "reference/rowops.h"
 
 namespace qsa {
 namespace prop {
@@ -58,18 +59,17 @@ PrefillRegions prefillRegions(ref::PrefillCase const& c) {
     PrefillRegions r;
     int32_t const B = c.batchSize, S = c.seqLen;
     r.bf16 = c.dtype == DType::kBf16;
-    auto ctxOf = [&](int32_t b) { return std::min(std::max(c.contextLengths[b], 0), S); };
     int64_t const rows = int64_t(B) * S, rc = ref::prefillChunkRows(B, S);
     r.chunked = rc < rows;
     for (int64_t k = rc; k < rows; k += rc) {
-        int32_t const b = int32_t(k / S), t = int32_t(k % S), ctx = ctxOf(b);
+        int32_t const b = int32_t(k / S), t = int32_t(k % S), ctx = ref::caseCtx(c, b);
         r.chunkAtSeqStart |= t == 0;
         r.chunkAtLastValid |= t == ctx - 1;
         r.chunkInPadding |= t >= ctx;
         r.chunkAtBlockEdge |= t > 0 && t < ctx && t % 4 == 0;
     }
     for (int32_t b = 0; b < B; ++b) {
-        int32_t const ctx = ctxOf(b);
+        int32_t const ctx = ref::caseCtx(c, b);
         r.nVisGt512 |= ctx / 4 > 512;
         r.pageCrossed |= ctx > 128;
         for (int32_t t = 0; t < S; ++t) {

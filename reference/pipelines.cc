@@ -135,7 +135,7 @@ PrefillResult runPrefill(PrefillCase const& c, int numThreads) {
     prefillK1(fn, c, res); // K1a, K1b (paged when there is a pool) and the raw-k tail scatter
     // K2, selection, K4 per sequence.
     for (int32_t b = 0; b < B; ++b) {
-        int32_t const ctx = clampCtx(c.contextLengths[b], S);
+        int32_t const ctx = caseCtx(c, b);
         KbarTiles const tiles = makeKbarTiles(c.dtype, res.kbar.data() + static_cast<int64_t>(b) * mb * 128, ctx / 4);
         std::vector<int32_t> ts(static_cast<size_t>(S));
         for (int32_t t = 0; t < S; ++t) {
@@ -169,7 +169,7 @@ std::vector<int32_t> runPrefillRows(PrefillCase const& c, std::vector<int64_t> c
     gammaToFloat(c.dtype, c.wQ.data(), wqf);
     gammaToFloat(c.dtype, c.wK.data(), wkf);
     for (int32_t b = 0; b < B; ++b) {
-        int32_t const ctx = clampCtx(c.contextLengths[b], S);
+        int32_t const ctx = caseCtx(c, b);
         // This sequence's requested rows, in t order (the output keeps the caller's order).
         std::vector<size_t> idx;
         for (size_t i = 0; i < rows.size(); ++i) {

@@ -39,5 +39,10 @@ inline int32_t clampCtx(int32_t ctx, int32_t hi) {
     return ctx < 0 ? 0 : (ctx > hi ? hi : ctx);
 }
 
+// Sequence b's context length as prefill uses it (contract section 4): contextLengths[b] clamped to [0, seqLen].
+inline int32_t caseCtx(PrefillCase const& c, int32_t b) {
+    return clampCtx(c.contextLengths[b], c.seqLen);
+}
+
 } // namespace ref
 } // namespace qsa
