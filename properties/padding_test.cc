@@ -43,7 +43,9 @@ QSA_PROP(Padding, PaddedRowsAllMinusOneAndPoisonIgnored, 80) {
 }
 
 QSA_PROP(Padding, ContextLengthsOutsideRangeActClamped, 40) {
-    PrefillSpec spec = *genPrefillSpec(SpecOptions{});
+    SpecOptions o;
+    o.pool = *pick(false, true);
+    PrefillSpec spec = *genPrefillSpec(o);
     // At least one sequence at an end of [0, S], so that every case has a length to move outside.
     // (Sequence 0 of the nVis > 512 regime keeps its length: S.)
     int32_t const end = *flatRange<int32_t>(0, spec.B);
@@ -60,9 +62,18 @@ QSA_PROP(Padding, ContextLengthsOutsideRangeActClamped, 40) {
         outside |= ctx < 0 || ctx > c.seqLen;
     }
     coverage::cover("clamped_outside_range", outside, 1.0);
+    coverage::coverDrawn("clamped_with_pool", outside && spec.hasPool, 0.3);
     Capture cap("padding", describe(spec), wild);
-    QSA_REQUIRE_EMPTY(
-        diffOutIdx(runImplPrefill(wild).outIdx, runImplPrefill(c).outIdx, c.seqLen, "wild ctx vs clamped ctx"));
+    // Clamping is the whole run's: outIdx alone cannot see an unclamped ctx > S (row t's selection depends on
+    // t only), but K1b's last block, the stage slots and the pool cells written past token S can.
+    RunOptions ro;
+    ro.readStages = true;
+    PrefillOut const w = runImplPrefill(wild, ro), k = runImplPrefill(c, ro);
+    QSA_REQUIRE_EMPTY(diffOutIdx(w.outIdx, k.outIdx, c.seqLen, "wild ctx vs clamped ctx"));
+    // diffPrefillStages says "expected" of the clamped run's own slots here, not of the reference's.
+    QSA_REQUIRE_EMPTY(diffPrefillStages(c, w, PrefillStages{k.qNormed, k.kbar}));
+    if (spec.hasPool)
+        QSA_REQUIRE_EMPTY(diffPool(w.pool, k.pool, c.pool.dims, "pool, wild ctx vs clamped ctx"));
 }
 
 QSA_PROP(Padding, InvalidDecodeRowsAreInert, 40) {
