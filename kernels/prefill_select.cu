@@ -124,18 +124,20 @@ __device__ __forceinline__ void bitonicSortDesc(unsigned long long* slots, int n
     }
 }
 
-// K4 of one row from its sorted winners (positions p = first, first + stride, ...): the kSel blocks' tokens,
-// then the causal tail 4 nVis + j (j < tail), then -1 (contract section 4, K4).
+// K4 of one row from its sorted winners (winners w = first, first + stride, ...): winner w's block gives the 4
+// tokens of entries 4w .. 4w + 3 (one shared-memory read per winner, not per entry), then the causal tail
+// 4 nVis + j (j < tail), then -1 (contract section 4, K4).
 __device__ __forceinline__ void expandFromSlots(int32_t* out, unsigned long long const* slots, int kSel, int nVis,
                                                 int tail, int first, int stride) {
-    for (int p = first; p < kWidth; p += stride) {
-        int32_t v = -1;
-        if (p < 4 * kSel) {
-            v = orderKeyId(slots[sortSlot(p >> 2)]) * 4 + (p & 3);
-        } else if (p < 4 * kSel + tail) {
-            v = 4 * nVis + (p - 4 * kSel);
+    for (int w = first; w < kSel; w += stride) {
+        int32_t const token = orderKeyId(slots[sortSlot(w)]) * 4;
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            out[4 * w + c] = token + c;
         }
-        out[p] = v;
+    }
+    for (int p = 4 * kSel + first; p < kWidth; p += stride) {
+        out[p] = p < 4 * kSel + tail ? 4 * nVis + (p - 4 * kSel) : -1;
     }
 }
 
