@@ -311,9 +311,9 @@ namespace {
 template <typename E>
 std::string diffStage(char const* stage, char const* slot, std::vector<E> const& got, std::vector<E> const& want,
                       ref::DType dt, size_t rowElems, char const* colName, std::function<std::string(size_t)> rowName,
-                      std::function<size_t(size_t)> compared = nullptr) {
+                      char const* against, std::function<size_t(size_t)> compared = nullptr) {
     testlib::BitsDiffOpts o;
-    o.what = std::string(stage) + " (workspace slot " + slot + ", contract section 6) differs from the reference";
+    o.what = std::string(stage) + " (workspace slot " + slot + ", contract section 6) differs from " + against;
     o.rowWidth = rowElems;
     o.rowName = std::move(rowName);
     o.colName = colName;
@@ -337,23 +337,26 @@ PrefillStages referencePrefillStages(ref::PrefillCase const& c) {
     return s;
 }
 
-std::string diffPrefillStages(ref::PrefillCase const& c, PrefillOut const& got, PrefillStages const& want) {
+std::string diffPrefillStages(ref::PrefillCase const& c, PrefillOut const& got, PrefillStages const& want,
+                              char const* against) {
     int32_t const S = c.seqLen, MB = (S + 3) / 4;
     auto qRow = [S](size_t r) {
         return "b=" + std::to_string(r / 4 / S) + " t=" + std::to_string(r / 4 % S) + " h=" + std::to_string(r % 4);
     };
     auto kRow = [MB](size_t r) { return "b=" + std::to_string(r / MB) + " g=" + std::to_string(r % MB); };
-    std::string const m = diffStage("K1a", "qNormed", got.qNormed, want.qNormed, c.dtype, 128, "d", qRow);
-    return m.empty() ? diffStage("K1b", "kbar", got.kbar, want.kbar, c.dtype, 128, "d", kRow) : m;
+    std::string const m = diffStage("K1a", "qNormed", got.qNormed, want.qNormed, c.dtype, 128, "d", qRow, against);
+    return m.empty() ? diffStage("K1b", "kbar", got.kbar, want.kbar, c.dtype, 128, "d", kRow, against) : m;
 }
 
-std::string diffDecodeStages(ref::DecodeCase const& c, DecodeOut const& got, ref::DecodeResult const& want) {
+std::string diffDecodeStages(ref::DecodeCase const& c, DecodeOut const& got, ref::DecodeResult const& want,
+                             char const* against) {
     auto qRow = [](size_t r) { return "b=" + std::to_string(r / 4) + " h=" + std::to_string(r % 4); };
-    std::string const m = diffStage("B1", "qNormed", got.qNormed, want.qNormed, c.dtype, 128, "d", qRow);
-    return m.empty() ? diffDecodeLogits(c, got, want) : m;
+    std::string const m = diffStage("B1", "qNormed", got.qNormed, want.qNormed, c.dtype, 128, "d", qRow, against);
+    return m.empty() ? diffDecodeLogits(c, got, want, against) : m;
 }
 
-std::string diffDecodeLogits(ref::DecodeCase const& c, DecodeOut const& got, ref::DecodeResult const& want) {
+std::string diffDecodeLogits(ref::DecodeCase const& c, DecodeOut const& got, ref::DecodeResult const& want,
+                             char const* against) {
     // Only the valid prefix g < ctx / 4 of a valid row is specified (section 5: B2 writes nothing else).
     auto lRow = [&c](size_t b) {
         return "b=" + std::to_string(b) + " (ctx " + std::to_string(c.contextLengths[b]) + ")";
@@ -362,7 +365,7 @@ std::string diffDecodeLogits(ref::DecodeCase const& c, DecodeOut const& got, ref
         int32_t const ctx = c.contextLengths[b];
         return ref::decodeRowValid(ctx, c.maxBlocks) ? size_t(ctx / 4) : size_t(0);
     };
-    return diffStage("B2", "logits", got.logits, want.logits, c.dtype, size_t(c.maxBlocks), "g", lRow, valid);
+    return diffStage("B2", "logits", got.logits, want.logits, c.dtype, size_t(c.maxBlocks), "g", lRow, against, valid);
 }
 
 namespace {

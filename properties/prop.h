@@ -111,15 +111,19 @@ struct PrefillStages {
 };
 PrefillStages referencePrefillStages(ref::PrefillCase const& c);
 
-// Bitwise diffs of the workspace read-back (RunOptions::readStages) against the reference: "" when equal,
+// Bitwise diffs of the workspace read-back (RunOptions::readStages) against `want` (the reference's unless
+// `against` names another source, e.g. "run 0" where two runs of the implementation must agree): "" when equal,
 // else a message naming the stage (K1a / K1b / B1 / B2), the slot, the row (b,t,h / b,g / b,h / b), the
 // first differing element with both bit patterns, and how many elements and rows differ.
 // Prefill: qNormed for every row (zeros for padded rows), kbar for every block (zeros for invalid ones).
-std::string diffPrefillStages(ref::PrefillCase const& c, PrefillOut const& got, PrefillStages const& want);
+std::string diffPrefillStages(ref::PrefillCase const& c, PrefillOut const& got, PrefillStages const& want,
+                              char const* against = "the reference");
 // Decode: qNormed for every row (zeros for invalid rows); logits g < ctx / 4 of every valid row only.
-std::string diffDecodeStages(ref::DecodeCase const& c, DecodeOut const& got, ref::DecodeResult const& want);
+std::string diffDecodeStages(ref::DecodeCase const& c, DecodeOut const& got, ref::DecodeResult const& want,
+                             char const* against = "the reference");
 // Decode B2 alone (the second half of diffDecodeStages).
-std::string diffDecodeLogits(ref::DecodeCase const& c, DecodeOut const& got, ref::DecodeResult const& want);
+std::string diffDecodeLogits(ref::DecodeCase const& c, DecodeOut const& got, ref::DecodeResult const& want,
+                             char const* against = "the reference");
 
 // When a full reference run is too costly: the rows worth checking (chunk boundaries, multiples of Rc +- 2,
 // sequence starts and ends, block and page boundaries, `randomRows` random rows drawn from `seed`) compared
