@@ -32,7 +32,9 @@ QSA_PROP(Determinism, PrefillRepeatsBitwise, 60) {
         std::string const what =
             "run " + std::to_string(i) + " (workspace fill " + std::to_string(i % 3) + ") vs run 0";
         QSA_REQUIRE_EMPTY(diffOutIdx(again.outIdx, first.outIdx, c.seqLen, what.c_str()));
-        QSA_REQUIRE_EMPTY(diffPrefillStages(c, again, PrefillStages{first.qNormed, first.kbar}, what.c_str()));
+        std::string const against =
+            "run 0 in run " + std::to_string(i) + " (workspace fill " + std::to_string(i % 3) + ")";
+        QSA_REQUIRE_EMPTY(diffPrefillStages(c, again, PrefillStages{first.qNormed, first.kbar}, against.c_str()));
         if (c.hasPool)
             QSA_REQUIRE_EMPTY(diffPool(again.pool, first.pool, c.pool.dims, what.c_str()));
     }
@@ -46,13 +48,23 @@ QSA_PROP(Determinism, TwoStreamsInFlight, 40) {
     ref::PrefillCase const a = toCase(sa), b = toCase(sb);
     coverPrefill(prefillRegions(a), nVisFloor(), 0.0);
     Capture cap("determinism", describe(sa), a);
-    RunOptions nan;
+    RunOptions garbage, nan;
+    garbage.readStages = nan.readStages = true;
     nan.workspaceFill = Fill::kNaN;
-    auto const same = runImplPrefillPair(a, a, RunOptions{}, nan);
-    QSA_REQUIRE_EMPTY(diffOutIdx(same.second.outIdx, same.first.outIdx, a.seqLen, "stream 2 vs stream 1, same case"));
-    auto const mixed = runImplPrefillPair(a, b, nan, RunOptions{});
-    QSA_REQUIRE_EMPTY(diffOutIdx(mixed.first.outIdx, same.first.outIdx, a.seqLen, "case A next to case B vs alone"));
-    QSA_REQUIRE_EMPTY(diffOutIdx(mixed.second.outIdx, runImplPrefill(b).outIdx, b.seqLen, "case B next to A vs alone"));
+    // outIdx and the stage slots: a stage enqueued on another stream than the caller's shows in either.
+    auto same = [](PrefillCase const& c, PrefillOut const& got, PrefillOut const& want, char const* what,
+                   char const* against) {
+        std::string const m = diffOutIdx(got.outIdx, want.outIdx, c.seqLen, what);
+        return m.empty() ? diffPrefillStages(c, got, PrefillStages{want.qNormed, want.kbar}, against) : m;
+    };
+    auto const twice = runImplPrefillPair(a, a, garbage, nan);
+    QSA_REQUIRE_EMPTY(same(a, twice.second, twice.first, "stream 2 vs stream 1, same case",
+                           "stream 1's run in stream 2's run of the same case"));
+    auto const mixed = runImplPrefillPair(a, b, nan, garbage);
+    QSA_REQUIRE_EMPTY(same(a, mixed.first, twice.first, "case A next to case B vs alone",
+                           "case A's run alone in its run next to case B"));
+    QSA_REQUIRE_EMPTY(same(b, mixed.second, runImplPrefill(b, garbage), "case B next to A vs alone",
+                           "case B's run alone in its run next to case A"));
 }
 
 QSA_PROP(Determinism, DecodeRepeatsBitwise, 40) {
@@ -67,7 +79,7 @@ QSA_PROP(Determinism, DecodeRepeatsBitwise, 40) {
             ref::DecodeResult run0; // B1's qNormed and B2's valid logit prefix of run 0
             run0.qNormed = first.qNormed;
             run0.logits = first.logits;
-            QSA_REQUIRE_EMPTY(diffDecodeStages(d, again, run0, "decode run 0"));
+            QSA_REQUIRE_EMPTY(diffDecodeStages(d, again, run0, ("run 0 in run " + std::to_string(i)).c_str()));
         }
         return first.pool;
     });
