@@ -22,6 +22,10 @@ void download(void* dst, void const* src, size_t bytes);
 cudaStream_t stream(int which); // 0: legacy default; 1, 2: created once, reused
 void sync(cudaStream_t s);
 void fence(); // every upload so far has landed (device-wide synchronize)
+// Work on stream s (RunOptions::behindStreamWork): a host-side wait of `ms` milliseconds (cudaLaunchHostFunc),
+// and a device-to-device copy. The host backend runs synchronously: no wait, the copy at once.
+void holdStream(cudaStream_t s, int ms);
+void copyOnStream(void* dst, void const* src, size_t bytes, cudaStream_t s);
 
 } // namespace backend
 } // namespace prop

@@ -8,10 +8,14 @@ namespace prop {
 namespace {
 
 // The stage slots are read back too: they are results (contract section 6), and a stage that varies
-// between runs within profile fast's freedoms passes every differential and shows only here.
+// between runs within profile fast's freedoms passes every differential and shows only here. Run 1 (stream 1)
+// gets its inputs only behind other work on its stream and its outIdx copied out on it: work enqueued on
+// another stream than the caller's reads NaN inputs or misses the copy (on a GPU; region
+// inputs_behind_stream_work counts the cases where that ran).
 RunOptions fillOption(int i, uint64_t seed) {
     RunOptions o;
     o.readStages = true;
+    o.behindStreamWork = i == 1;
     o.workspaceFill = i % 3 == 0 ? Fill::kGarbage : (i % 3 == 1 ? Fill::kNaN : Fill::kZero);
     o.fillSeed = seed + i;
     o.stream = i % 3;
@@ -25,12 +29,14 @@ QSA_PROP(Determinism, PrefillRepeatsBitwise, 60) {
     PrefillSpec const spec = *genPrefillSpec(o);
     ref::PrefillCase const c = toCase(spec);
     coverPrefill(prefillRegions(c), nVisFloor(), 0.0);
+    coverage::cover("inputs_behind_stream_work", implOnGpu());
     Capture cap("determinism", describe(spec), c);
     PrefillOut const first = runImplPrefill(c, fillOption(0, spec.act.seed));
     for (int i = 1; i < 3; ++i) {
         PrefillOut const again = runImplPrefill(c, fillOption(i, spec.act.seed));
-        std::string const what =
-            "run " + std::to_string(i) + " (workspace fill " + std::to_string(i % 3) + ") vs run 0";
+        std::string const what = "run " + std::to_string(i) + " (workspace fill " + std::to_string(i % 3) +
+                                 ", stream " + std::to_string(i % 3) +
+                                 (i == 1 ? ", inputs behind other work on the stream" : "") + ") vs run 0";
         QSA_REQUIRE_EMPTY(diffOutIdx(again.outIdx, first.outIdx, c.seqLen, what.c_str()));
         std::string const against =
             "run 0 in run " + std::to_string(i) + " (workspace fill " + std::to_string(i % 3) + ")";
@@ -69,12 +75,15 @@ QSA_PROP(Determinism, TwoStreamsInFlight, 40) {
 
 QSA_PROP(Determinism, DecodeRepeatsBitwise, 40) {
     DecodeChainSpec const spec = *genDecodeChainSpec(implOnGpu() ? 2100 : 300, 2, true, false);
+    coverage::cover("inputs_behind_stream_work", implOnGpu());
     walkDecodeChain(spec, "determinism", nVisFloor(), [&](ref::DecodeCase& d, size_t) {
         DecodeOut const first = runImplDecode(d, fillOption(0, spec.act.seed));
         for (int i = 1; i < 3; ++i) {
             DecodeOut const again = runImplDecode(d, fillOption(i, spec.act.seed));
-            QSA_REQUIRE_EMPTY(diffOutIdx(again.outIdx, first.outIdx, 1, "decode repeat"));
-            QSA_REQUIRE_EMPTY(diffPool(again.pool, first.pool, d.pool.dims, "decode repeat pool"));
+            std::string const what = "decode run " + std::to_string(i) + " (stream " + std::to_string(i % 3) +
+                                     (i == 1 ? ", inputs behind other work on the stream" : "") + ") vs run 0";
+            QSA_REQUIRE_EMPTY(diffOutIdx(again.outIdx, first.outIdx, 1, what.c_str()));
+            QSA_REQUIRE_EMPTY(diffPool(again.pool, first.pool, d.pool.dims, (what + ", pool").c_str()));
             RC_ASSERT(again.splitCounters == first.splitCounters);
             ref::DecodeResult run0; // B1's qNormed and B2's valid logit prefix of run 0
             run0.qNormed = first.qNormed;

@@ -34,6 +34,7 @@ public:
     E* as() const {
         return static_cast<E*>(mem_.get());
     }
+    size_t bytes() const { return bytes_; }
     template <typename E>
     std::vector<E> download() const {
         std::vector<E> v(bytes_ / sizeof(E));
@@ -72,6 +73,39 @@ std::vector<uint8_t> fillBytes(Fill f, uint64_t seed, size_t bytes) {
     }
     return v;
 }
+
+// RunOptions::behindStreamWork: input() uploads NaN words and stages the true bytes apart; before() enqueues
+// the wait and the copies over the inputs on the run's stream, after() a copy of an output. Off: plain buffers.
+class StreamOrder {
+public:
+    explicit StreamOrder(bool on) : on_(on) {}
+    template <typename E>
+    Buf input(std::vector<E> const& v) {
+        if (!on_)
+            return Buf(v);
+        Buf poisoned(fillBytes(Fill::kNaN, 0, v.size() * sizeof(E)));
+        staged_.push_back({Buf(v), poisoned});
+        return poisoned;
+    }
+    void before(cudaStream_t s) const {
+        if (!on_)
+            return;
+        backend::holdStream(s, 20);
+        for (auto const& [from, to] : staged_)
+            backend::copyOnStream(to.as<uint8_t>(), from.as<uint8_t>(), from.bytes(), s);
+    }
+    Buf after(Buf const& out, cudaStream_t s) const {
+        if (!on_)
+            return out;
+        Buf copy(out.bytes());
+        backend::copyOnStream(copy.as<uint8_t>(), out.as<uint8_t>(), out.bytes(), s);
+        return copy;
+    }
+
+private:
+    bool on_;
+    std::vector<std::pair<Buf, Buf>> staged_; // (true bytes, the input the runner reads)
+};
 
 // A workspace with its base 128-byte aligned plus o.workspaceMisalign.
 struct Workspace {
@@ -154,9 +188,10 @@ private:
 // Device state of one prefill run, alive until its stream is synchronized.
 struct PrefillRun {
     PrefillRun(PrefillCase const& c, RunOptions const& o)
-        : out(std::vector<int32_t>(size_t(c.batchSize) * c.seqLen * ref::kIndexWidth, outIdxCanary(o.fillSeed))),
-          qk(c.indexQk), cosSin(c.cosSin), ctx(c.contextLengths), wQ(c.wQ), wK(c.wK),
-          ws(kn::getQsaIndexerWorkspaceSize(c.batchSize, c.seqLen), o),
+        : order(o.behindStreamWork),
+          out(std::vector<int32_t>(size_t(c.batchSize) * c.seqLen * ref::kIndexWidth, outIdxCanary(o.fillSeed))),
+          qk(order.input(c.indexQk)), cosSin(order.input(c.cosSin)), ctx(order.input(c.contextLengths)),
+          wQ(order.input(c.wQ)), wK(order.input(c.wK)), ws(kn::getQsaIndexerWorkspaceSize(c.batchSize, c.seqLen), o),
           pool(c.pool.dims, c.hasPool ? c.pool.data : std::vector<uint16_t>{},
                c.hasPool ? c.pool.pageTable : std::vector<int32_t>{}),
           pageTable(c.hasPool ? c.pool.pageTable : std::vector<int32_t>{}), stream(backend::stream(o.stream)),
@@ -164,17 +199,19 @@ struct PrefillRun {
     // Call after backend::fence() so that every upload has landed before any stream starts.
     void start(PrefillCase const& c) {
         kn::QsaIndexerPoolState s = testlib::poolState(c.pool.dims, pool.ptr(), pageTable.as<int32_t>());
+        order.before(stream);
         withT(c.dtype, [&](auto* t) {
             using T = std::remove_pointer_t<decltype(t)>;
             kn::runQsaIndexerPrefill<T>(out.as<int32_t>(), qk.as<T>(), cosSin.as<float>(), ctx.as<int32_t>(),
                                         wQ.as<T>(), wK.as<T>(), c.rmsEps, ws.ptr, ws.bytes, c.batchSize, c.seqLen,
                                         c.hasPool ? &s : nullptr, stream);
         });
+        outAfter = order.after(out, stream);
     }
     PrefillOut result(PrefillCase const& c) {
         backend::sync(stream);
         PrefillOut r;
-        r.outIdx = out.download<int32_t>();
+        r.outIdx = outAfter.download<int32_t>();
         if (c.hasPool)
             r.pool = pool.download();
         if (readStages) {
@@ -184,7 +221,9 @@ struct PrefillRun {
         }
         return r;
     }
+    StreamOrder order;
     Buf out, qk, cosSin, ctx, wQ, wK;
+    Buf outAfter = out; // out, or its copy taken on the stream (behindStreamWork)
     Workspace ws;
     GuardedPool pool;
     Buf pageTable;
@@ -219,8 +258,10 @@ std::pair<PrefillOut, PrefillOut> runImplPrefillPair(PrefillCase const& a, Prefi
 }
 
 DecodeOut runImplDecode(DecodeCase const& c, RunOptions const& o) {
+    StreamOrder order(o.behindStreamWork);
     Buf out(std::vector<int32_t>(size_t(c.batchSize) * ref::kIndexWidth, outIdxCanary(o.fillSeed)));
-    Buf qk(c.indexQk), cosSin(c.cosSin), ctx(c.contextLengths), wQ(c.wQ), wK(c.wK);
+    Buf qk = order.input(c.indexQk), cosSin = order.input(c.cosSin), ctx = order.input(c.contextLengths),
+        wQ = order.input(c.wQ), wK = order.input(c.wK);
     GuardedPool pool(c.pool.dims, c.pool.data, c.pool.pageTable);
     Buf pageTable(c.pool.pageTable);
     Buf split(c.hasSplitCounters ? c.splitCounters : std::vector<int32_t>{});
@@ -229,14 +270,16 @@ DecodeOut runImplDecode(DecodeCase const& c, RunOptions const& o) {
     cudaStream_t st = backend::stream(o.stream);
     backend::fence();
     int32_t* splitPtr = c.hasSplitCounters ? split.as<int32_t>() : nullptr;
+    order.before(st);
     withT(c.dtype, [&](auto* t) {
         using T = std::remove_pointer_t<decltype(t)>;
         kn::runQsaIndexerDecode<T>(out.as<int32_t>(), qk.as<T>(), cosSin.as<float>(), ctx.as<int32_t>(), wQ.as<T>(),
                                    wK.as<T>(), c.rmsEps, s, splitPtr, ws.ptr, ws.bytes, c.batchSize, c.maxBlocks, st);
     });
+    Buf const outAfter = order.after(out, st);
     backend::sync(st);
     DecodeOut r;
-    r.outIdx = out.download<int32_t>();
+    r.outIdx = outAfter.download<int32_t>();
     r.pool = pool.download();
     if (c.hasSplitCounters)
         r.splitCounters = split.download<int32_t>();

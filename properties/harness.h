@@ -33,6 +33,12 @@ struct RunOptions {
     // paragraph), at the offsets of the section-6 layout (ref::prefillWorkspaceLayout /
     // decodeWorkspaceLayout) and nothing else: any implementation of the API can be checked this way.
     bool readStages = false;
+    // The run's inputs land only behind other work on its stream (a 20 ms host wait, then copies from staging
+    // buffers over inputs uploaded as NaN), and outIdx is read from a copy enqueued on the stream right after the
+    // call: work the implementation enqueues on any other stream than the one it was given (contract 7.4)
+    // reads NaN inputs or misses the copy. GPU backend only; with the host backend it is an ordinary run. Use it
+    // with stream 1 or 2 (the legacy default stream orders everything).
+    bool behindStreamWork = false;
 };
 
 // True when the implementation under test runs on a GPU (harness_gpu.cc).

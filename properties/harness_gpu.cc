@@ -2,9 +2,12 @@
 // implementation behind //api:impl. Buffers are freed with cudaFree after the work on them is synchronized.
 #include <cuda_runtime.h>
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "properties/backend.h"
 #include "testing/device_buffer.h"
@@ -47,6 +50,16 @@ cudaStream_t stream(int which) {
 
 void fence() {
     QSA_CUDA(cudaDeviceSynchronize());
+}
+
+void holdStream(cudaStream_t s, int ms) {
+    auto wait = [](void* p) { std::this_thread::sleep_for(std::chrono::milliseconds(reinterpret_cast<intptr_t>(p))); };
+    QSA_CUDA(cudaLaunchHostFunc(s, wait, reinterpret_cast<void*>(intptr_t(ms))));
+}
+
+void copyOnStream(void* dst, void const* src, size_t bytes, cudaStream_t s) {
+    if (bytes > 0)
+        QSA_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
 }
 
 void sync(cudaStream_t s) {

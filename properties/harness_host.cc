@@ -44,6 +44,12 @@ void sync(cudaStream_t) {}
 
 void fence() {}
 
+void holdStream(cudaStream_t, int) {}
+
+void copyOnStream(void* dst, void const* src, size_t bytes, cudaStream_t) {
+    upload(dst, src, bytes);
+}
+
 } // namespace backend
 } // namespace prop
 } // namespace qsa
