@@ -74,6 +74,39 @@ std::vector<uint8_t> fillBytes(Fill f, uint64_t seed, size_t bytes) {
     return v;
 }
 
+// kGuardBytes of kGuardByte after each output buffer (outIdx, splitCounters) and around the workspace: a write
+// past the end (a row or counter row past the batch, a slot past the workspace size) lands there and is
+// reported, on either backend and without a sanitizer.
+constexpr size_t kGuardBytes = 4096;
+constexpr uint8_t kGuardByte = 0xA7;
+
+void checkGuard(std::vector<uint8_t> const& g, char const* what, char const* where) {
+    for (size_t i = 0; i < g.size(); ++i) {
+        if (g[i] != kGuardByte) {
+            throw std::runtime_error(std::string("harness: the run wrote ") + where + " " + what + " (byte " +
+                                     std::to_string(i) + " of the " + std::to_string(g.size()) +
+                                     "-byte guard): an index outside the buffer the API was given");
+        }
+    }
+}
+
+template <typename E>
+Buf guarded(std::vector<E> const& v) {
+    std::vector<uint8_t> b(v.size() * sizeof(E) + kGuardBytes, kGuardByte);
+    std::memcpy(b.data(), v.data(), v.size() * sizeof(E));
+    return Buf(b);
+}
+
+// The first n elements of a guarded() buffer (or of its copy); throws when its guard was written.
+template <typename E>
+std::vector<E> downloadGuarded(Buf const& b, size_t n, char const* what) {
+    std::vector<uint8_t> all = b.download<uint8_t>();
+    checkGuard(std::vector<uint8_t>(all.begin() + n * sizeof(E), all.end()), what, "past the end of");
+    std::vector<E> v(n);
+    std::memcpy(v.data(), all.data(), n * sizeof(E));
+    return v;
+}
+
 // RunOptions::behindStreamWork: input() uploads NaN words and stages the true bytes apart; before() enqueues
 // the wait and the copies over the inputs on the run's stream, after() a copy of an output. Off: plain buffers.
 class StreamOrder {
@@ -107,13 +140,24 @@ private:
     std::vector<std::pair<Buf, Buf>> staged_; // (true bytes, the input the runner reads)
 };
 
-// A workspace with its base 128-byte aligned plus o.workspaceMisalign.
+// A workspace with its base 128-byte aligned plus o.workspaceMisalign, guarded before (the misalignment) and after.
 struct Workspace {
     Workspace(size_t sizeAnswer, RunOptions const& o)
-        : bytes(o.workspaceBytes ? o.workspaceBytes : sizeAnswer), buf(bytes + o.workspaceMisalign + 128) {
-        std::vector<uint8_t> init = fillBytes(o.workspaceFill, o.fillSeed, bytes + o.workspaceMisalign + 128);
+        : bytes(o.workspaceBytes ? o.workspaceBytes : sizeAnswer), lead(o.workspaceMisalign),
+          buf(lead + bytes + kGuardBytes) {
+        std::vector<uint8_t> init = fillBytes(o.workspaceFill, o.fillSeed, lead + bytes + kGuardBytes);
+        std::fill(init.begin(), init.begin() + lead, kGuardByte);
+        std::fill(init.begin() + lead + bytes, init.end(), kGuardByte);
         backend::upload(buf.as<uint8_t>(), init.data(), init.size());
-        ptr = buf.as<uint8_t>() + o.workspaceMisalign;
+        ptr = buf.as<uint8_t>() + lead;
+    }
+    // After the run: the bytes before and after the workspace the runner was given are untouched.
+    void checkGuards() const {
+        std::vector<uint8_t> before(lead), after(kGuardBytes);
+        backend::download(before.data(), buf.as<uint8_t>(), lead);
+        backend::download(after.data(), buf.as<uint8_t>() + lead + bytes, kGuardBytes);
+        checkGuard(before, "workspace", "before the start of the");
+        checkGuard(after, "workspace", "past the end of the");
     }
     // `count` elements at byte `offset` of the workspace the runner was given (a section-6 slot).
     template <typename E>
@@ -128,7 +172,7 @@ struct Workspace {
         backend::download(v.data(), static_cast<uint8_t const*>(ptr) + offset, count * sizeof(E));
         return v;
     }
-    size_t bytes;
+    size_t bytes, lead;
     Buf buf;
     void* ptr;
 };
@@ -188,8 +232,8 @@ private:
 // Device state of one prefill run, alive until its stream is synchronized.
 struct PrefillRun {
     PrefillRun(PrefillCase const& c, RunOptions const& o)
-        : order(o.behindStreamWork),
-          out(std::vector<int32_t>(size_t(c.batchSize) * c.seqLen * ref::kIndexWidth, outIdxCanary(o.fillSeed))),
+        : order(o.behindStreamWork), out(guarded(std::vector<int32_t>(size_t(c.batchSize) * c.seqLen * ref::kIndexWidth,
+                                                                      outIdxCanary(o.fillSeed)))),
           qk(order.input(c.indexQk)), cosSin(order.input(c.cosSin)), ctx(order.input(c.contextLengths)),
           wQ(order.input(c.wQ)), wK(order.input(c.wK)), ws(kn::getQsaIndexerWorkspaceSize(c.batchSize, c.seqLen), o),
           pool(c.pool.dims, c.hasPool ? c.pool.data : std::vector<uint16_t>{},
@@ -211,7 +255,8 @@ struct PrefillRun {
     PrefillOut result(PrefillCase const& c) {
         backend::sync(stream);
         PrefillOut r;
-        r.outIdx = outAfter.download<int32_t>();
+        r.outIdx = downloadGuarded<int32_t>(outAfter, size_t(c.batchSize) * c.seqLen * ref::kIndexWidth, "outIdx");
+        ws.checkGuards();
         if (c.hasPool)
             r.pool = pool.download();
         if (readStages) {
@@ -259,12 +304,12 @@ std::pair<PrefillOut, PrefillOut> runImplPrefillPair(PrefillCase const& a, Prefi
 
 DecodeOut runImplDecode(DecodeCase const& c, RunOptions const& o) {
     StreamOrder order(o.behindStreamWork);
-    Buf out(std::vector<int32_t>(size_t(c.batchSize) * ref::kIndexWidth, outIdxCanary(o.fillSeed)));
+    Buf out = guarded(std::vector<int32_t>(size_t(c.batchSize) * ref::kIndexWidth, outIdxCanary(o.fillSeed)));
     Buf qk = order.input(c.indexQk), cosSin = order.input(c.cosSin), ctx = order.input(c.contextLengths),
         wQ = order.input(c.wQ), wK = order.input(c.wK);
     GuardedPool pool(c.pool.dims, c.pool.data, c.pool.pageTable);
     Buf pageTable(c.pool.pageTable);
-    Buf split(c.hasSplitCounters ? c.splitCounters : std::vector<int32_t>{});
+    Buf split = guarded(c.hasSplitCounters ? c.splitCounters : std::vector<int32_t>{});
     Workspace ws(kn::getQsaIndexerDecodeWorkspaceSize(c.batchSize, c.maxBlocks), o);
     kn::QsaIndexerPoolState s = testlib::poolState(c.pool.dims, pool.ptr(), pageTable.as<int32_t>());
     cudaStream_t st = backend::stream(o.stream);
@@ -279,10 +324,11 @@ DecodeOut runImplDecode(DecodeCase const& c, RunOptions const& o) {
     Buf const outAfter = order.after(out, st);
     backend::sync(st);
     DecodeOut r;
-    r.outIdx = outAfter.download<int32_t>();
+    r.outIdx = downloadGuarded<int32_t>(outAfter, size_t(c.batchSize) * ref::kIndexWidth, "outIdx");
+    ws.checkGuards();
     r.pool = pool.download();
     if (c.hasSplitCounters)
-        r.splitCounters = split.download<int32_t>();
+        r.splitCounters = downloadGuarded<int32_t>(split, c.splitCounters.size(), "splitCounters");
     if (o.readStages) {
         ref::DecodeWorkspaceLayout const L = ref::decodeWorkspaceLayout(c.batchSize, c.maxBlocks);
         r.qNormed = ws.read<uint16_t>(L.qNormed, L.qNormedBytes / 2, "qNormed");
