@@ -38,8 +38,7 @@ QSA_PROP(Determinism, PrefillRepeatsBitwise, 60) {
                                  ", stream " + std::to_string(i % 3) +
                                  (i == 1 ? ", inputs behind other work on the stream" : "") + ") vs run 0";
         QSA_REQUIRE_EMPTY(diffOutIdx(again.outIdx, first.outIdx, c.seqLen, what.c_str()));
-        std::string const against =
-            "run 0 in run " + std::to_string(i) + " (workspace fill " + std::to_string(i % 3) + ")";
+        std::string const against = "run 0 in " + what.substr(0, what.size() - std::string(" vs run 0").size());
         QSA_REQUIRE_EMPTY(diffPrefillStages(c, again, PrefillStages{first.qNormed, first.kbar}, against.c_str()));
         if (c.hasPool)
             QSA_REQUIRE_EMPTY(diffPool(again.pool, first.pool, c.pool.dims, what.c_str()));
