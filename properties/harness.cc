@@ -93,7 +93,8 @@ void checkGuard(std::vector<uint8_t> const& g, char const* what, char const* whe
 template <typename E>
 Buf guarded(std::vector<E> const& v) {
     std::vector<uint8_t> b(v.size() * sizeof(E) + kGuardBytes, kGuardByte);
-    std::memcpy(b.data(), v.data(), v.size() * sizeof(E));
+    if (!v.empty()) // memcpy from an empty vector's null data() is undefined (UBSan)
+        std::memcpy(b.data(), v.data(), v.size() * sizeof(E));
     return Buf(b);
 }
 
@@ -103,7 +104,8 @@ std::vector<E> downloadGuarded(Buf const& b, size_t n, char const* what) {
     std::vector<uint8_t> all = b.download<uint8_t>();
     checkGuard(std::vector<uint8_t>(all.begin() + n * sizeof(E), all.end()), what, "past the end of");
     std::vector<E> v(n);
-    std::memcpy(v.data(), all.data(), n * sizeof(E));
+    if (n > 0)
+        std::memcpy(v.data(), all.data(), n * sizeof(E));
     return v;
 }
 
