@@ -221,12 +221,8 @@ PrefillSpec chunkedSpec(bool judgeable) {
     SpecOptions o;
     o.tieBias = *rc::gen::noShrink(rc::gen::arbitrary<bool>());
     PrefillSpec spec = *rc::gen::noShrink(genPrefillSpec(o));
-    if (judgeable) {
-        if (spec.act.payload == Payload::kHuge || spec.act.payload == Payload::kMixed ||
-            spec.act.payload == Payload::kBits)
-            spec.act.payload = Payload::kNormal;
-        spec.act.extremeGamma = false;
-    }
+    if (judgeable)
+        fast::makeJudgeable(spec.act);
     spec.S = implOnGpu() ? *rc::gen::noShrink(pick<int32_t>(2049, 4096, 8192, 6001)) : 2049;
     int32_t const MB = (spec.S + 3) / 4;
     int32_t const minB = int32_t(8388608 / (int64_t(spec.S) * MB)) + 1;

@@ -43,12 +43,17 @@ void endCase() {
         ++f.wellJudged;
 }
 
-void judgeableOnFirstCase(ActSpec& a) {
-    if (caseFloor().cases != 0)
-        return;
+void makeJudgeable(ActSpec& a) {
     if (a.payload == Payload::kHuge || a.payload == Payload::kMixed || a.payload == Payload::kBits)
         a.payload = Payload::kNormal;
     a.extremeGamma = false;
+    if ((a.payload == Payload::kSubnormal || a.payload == Payload::kTiny) && (a.epsBits & 0x7F800000u) == 0)
+        a.epsBits = ActSpec{}.epsBits;
+}
+
+void judgeableOnFirstCase(ActSpec& a) {
+    if (caseFloor().cases == 0)
+        makeJudgeable(a);
 }
 
 void finish(std::string const& id, bool fullBudget) {
