@@ -165,11 +165,12 @@ void checkStageCase(bool hardened, rc::Gen<Fill> const& fills, uint64_t fillSeed
                    [&](ref::DecodeCase const& d, DecodeOut const& got) { return mismatch(d, got, ref::runDecode(d)); });
 }
 
-// B1: the first element of slot qNormed that differs from the reference's q output ("" when none).
+// B2 as checkStageCase calls it (diffDecodeLogits with its default `against`).
 std::string logitsMismatch(ref::DecodeCase const& d, DecodeOut const& got, ref::DecodeResult const& want) {
     return diffDecodeLogits(d, got, want);
 }
 
+// B1: the first element of slot qNormed that differs from the reference's q output ("" when none).
 std::string qNormedMismatch(ref::DecodeCase const& d, DecodeOut const& got, ref::DecodeResult const& want) {
     for (size_t i = 0; i < want.qNormed.size(); ++i) {
         if (got.qNormed[i] != want.qNormed[i]) {

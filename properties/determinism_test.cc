@@ -22,6 +22,11 @@ RunOptions fillOption(int i, uint64_t seed) {
     return o;
 }
 
+// ", stream n[, inputs behind other work on the stream]": what fillOption(i) sets besides the fill.
+std::string runDetail(int i) {
+    return ", stream " + std::to_string(i % 3) + (i == 1 ? ", inputs behind other work on the stream" : "");
+}
+
 QSA_PROP(Determinism, PrefillRepeatsBitwise, 60) {
     SpecOptions o;
     o.pool = *pick(false, true);
@@ -34,11 +39,10 @@ QSA_PROP(Determinism, PrefillRepeatsBitwise, 60) {
     PrefillOut const first = runImplPrefill(c, fillOption(0, spec.act.seed));
     for (int i = 1; i < 3; ++i) {
         PrefillOut const again = runImplPrefill(c, fillOption(i, spec.act.seed));
-        std::string const what = "run " + std::to_string(i) + " (workspace fill " + std::to_string(i % 3) +
-                                 ", stream " + std::to_string(i % 3) +
-                                 (i == 1 ? ", inputs behind other work on the stream" : "") + ") vs run 0";
+        std::string const run =
+            "run " + std::to_string(i) + " (workspace fill " + std::to_string(i % 3) + runDetail(i) + ")";
+        std::string const what = run + " vs run 0", against = "run 0 in " + run;
         QSA_REQUIRE_EMPTY(diffOutIdx(again.outIdx, first.outIdx, c.seqLen, what.c_str()));
-        std::string const against = "run 0 in " + what.substr(0, what.size() - std::string(" vs run 0").size());
         QSA_REQUIRE_EMPTY(diffPrefillStages(c, again, PrefillStages{first.qNormed, first.kbar}, against.c_str()));
         if (c.hasPool)
             QSA_REQUIRE_EMPTY(diffPool(again.pool, first.pool, c.pool.dims, what.c_str()));
@@ -79,15 +83,15 @@ QSA_PROP(Determinism, DecodeRepeatsBitwise, 40) {
         DecodeOut const first = runImplDecode(d, fillOption(0, spec.act.seed));
         for (int i = 1; i < 3; ++i) {
             DecodeOut const again = runImplDecode(d, fillOption(i, spec.act.seed));
-            std::string const what = "decode run " + std::to_string(i) + " (stream " + std::to_string(i % 3) +
-                                     (i == 1 ? ", inputs behind other work on the stream" : "") + ") vs run 0";
+            std::string const run = "decode run " + std::to_string(i) + " (" + runDetail(i).substr(2) + ")";
+            std::string const what = run + " vs run 0";
             QSA_REQUIRE_EMPTY(diffOutIdx(again.outIdx, first.outIdx, 1, what.c_str()));
             QSA_REQUIRE_EMPTY(diffPool(again.pool, first.pool, d.pool.dims, (what + ", pool").c_str()));
             RC_ASSERT(again.splitCounters == first.splitCounters);
             ref::DecodeResult run0; // B1's qNormed and B2's valid logit prefix of run 0
             run0.qNormed = first.qNormed;
             run0.logits = first.logits;
-            QSA_REQUIRE_EMPTY(diffDecodeStages(d, again, run0, ("run 0 in run " + std::to_string(i)).c_str()));
+            QSA_REQUIRE_EMPTY(diffDecodeStages(d, again, run0, ("run 0 in " + run).c_str()));
         }
         return first.pool;
     });
