@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from common import qsa_bin
-from qsa_fixture import numpy_impl, read_fixture, write_fixture
+from qsa_fixture import compare_outputs, levels, numpy_impl, read_fixture, write_fixture
+from qsa_fixture.__main__ import load_output_arrays
 from qsa_fixture.fixture import Fixture
-from qsa_fixture.npy import parse_npy
 
 N = int(os.environ.get("QSA_DIFF_CASES", "16"))
 EPS = [0x358637BD, 0x3727C5AC, 0x00000000, 0x80000000, 0xBA83126F, 0x00000001, 0x7F800000]
@@ -119,21 +119,10 @@ def compare_with_reference(tmp_path, f):
     assert p.returncode == 0, p.stderr
     f = read_fixture(d)
     ours = numpy_impl.run(f)
-    for name in sorted(os.listdir(od)):
-        with open(os.path.join(od, name), "rb") as fh:
-            ref = parse_npy(fh.read(), name)
-        key = name[:-4]
-        mine = np.asarray(ours[key]).astype(ref.dtype)
-        assert mine.shape == ref.shape, (key, mine.shape, ref.shape)
-        if key == "logits" and f.is_decode:  # only each valid row's prefix ctx/4 is part of the contract
-            for b, c in enumerate(f.inputs["context_lengths"]):
-                if c >= 1 and c // 4 <= f.max_blocks:  # valid rows (floor rule, contract section 5)
-                    n = int(c) // 4
-                    assert np.array_equal(mine[b, :n].view(np.uint32), ref[b, :n].view(np.uint32)), (key, b)
-            continue
-        u = {2: np.uint16, 4: np.uint32}[ref.dtype.itemsize]
-        diff = np.flatnonzero(mine.reshape(-1).view(u) != ref.reshape(-1).view(u))
-        assert not len(diff), f"{key}: {len(diff)} elements differ, first at {np.unravel_index(diff[0], ref.shape)}"
+    f.expected, _ = load_output_arrays(od)  # the reference's outputs, each compared as replay compares them
+    assert {k: ours[k].shape for k in f.expected} == {k: v.shape for k, v in f.expected.items()}
+    r = compare_outputs(f, ours, levels.parse_selection("", "ieee"))  # every check, whatever QSA_LEVELS says
+    assert r.passed and r.any_judged, r.summary + "\n" + r.report
 
 
 @pytest.mark.parametrize("seed", range(N))
