@@ -1,4 +1,4 @@
-"""Implementations that go wrong the ways a Python user's do (impl_errors_test, pytest_plugin_test): each
+"""Implementations that go wrong the ways a Python user's do (impl_errors_test, pytest_plugin_test, replay_test): each
 must give ONE line naming the fixture and the problem. `--impl bad_impls:<name>` with tests/ on the path."""
 import time
 

@@ -11,6 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from bad_impls import tie_bug
 from common import built_binary, cases_dir, curated_cases, qsa_bin
 from qsa_fixture import __main__ as cli
 from qsa_fixture import numpy_impl, read_fixture, replay
@@ -282,33 +283,19 @@ def test_bad_selection_message_equals_cpp(monkeypatch, capsys, spec):
             (cpp.stderr, err)
 
 
-def ties_by_descending_id(f):
-    """A deliberately wrong implementation: equal logits ordered by DESCENDING block id."""
-    orig = numpy_impl.select
-
-    def bad_select(logits, n_vis):
-        order = np.argsort(-logits[:n_vis][::-1], kind="stable")
-        return (n_vis - 1 - order)[:min(512, n_vis)]
-    numpy_impl.select = bad_select
-    try:
-        return numpy_impl.run(f)
-    finally:
-        numpy_impl.select = orig
-
-
 def test_replay_reports_a_tie_break_bug(tmp_path, monkeypatch):
     """The planted tie-break bug's outputs give the same report in both tools, with its contract and
     check; replay() of the buggy callable says the same."""
     env = with_env(monkeypatch, "")
     fx = os.path.join(cases_dir(), "prefill_ties_relu_zero_bf16")
     f = read_fixture(fx)
-    r = replay(f, ties_by_descending_id)
+    r = replay(f, tie_bug)
     assert not r.passed
     assert r.summary.startswith("FAIL: out_idx row (b=") and r.summary.endswith(
         "[differential] level=core profile=ieee contract=1 (Fixture.Differential)"), r.summary
     assert "equal logits, the contract orders them by ascending block id" in r.report, r.report
     od = str(tmp_path / "out")
-    write_outputs(od, ties_by_descending_id(f))
+    write_outputs(od, tie_bug(f))
     (crc, cpp), (rc, py) = diff_both(fx, od, env)
     assert crc == rc == 1 and norm(py) == norm(cpp), f"\n--- C++\n{cpp}\n--- Python\n{py}"
     assert py == f"DIFFERENT {fx} vs {od}\n" + r.report
