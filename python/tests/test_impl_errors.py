@@ -1,12 +1,11 @@
 """What a Python user's implementation gets wrong (wrong dtype, shape or kind of output, a tensor on a
 device, an exception, a hang) is ONE line naming the fixture and the problem, judged as check Fixture.Api;
 never a traceback from inside the package (outputs.py, replay.py, `replay --timeout`)."""
+import importlib.util
 import os
 import subprocess
 import sys
-import types
 
-import numpy as np
 import pytest
 
 from common import HERE, cases_dir, repo_root
@@ -58,61 +57,49 @@ def test_run_command_one_line(tmp_path):
     assert p.returncode == 1 and p.stdout == "" and p.stderr == f"qsa_fixture: {fx}: {CASES[0][1]}\n", p.stderr
 
 
-class FakeTensor:
-    """What outputs.py uses of a torch.Tensor: a CUDA tensor refuses .numpy(), bf16 has no NumPy dtype."""
+# The torch shim (tests/fake_torch): outputs.py looks up torch.int16 in sys.modules["torch"].
+_spec = importlib.util.spec_from_file_location("torch", os.path.join(HERE, "fake_torch", "torch", "__init__.py"))
+torch = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(torch)
 
-    def __init__(self, a, dtype, device="cuda:0", cpu_fails=False):
-        self.a, self.dtype, self.device, self.cpu_fails = a, dtype, device, cpu_fails
 
-    def detach(self):
-        return self
+class CudaTensor(torch.Tensor):
+    """A tensor on cuda:0: .numpy() refuses (outputs.py must copy it to the host first), .cpu() copies."""
+    __module__ = "torch"
+    cpu_fails = False
+
+    def __init__(self, a, dt=None):
+        super().__init__(a, dt)
+        self.device = torch.device("cuda:0")
 
     def cpu(self):
         if self.cpu_fails:
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
-        return FakeTensor(self.a, self.dtype, "cpu")
-
-    def contiguous(self):
-        return self
-
-    def view(self, dtype):
-        assert dtype == "torch.int16" and self.a.itemsize == 2
-        return FakeTensor(self.a.view(np.int16), dtype, self.device)
+        return torch.Tensor(self.a, self.dtype)
 
     def numpy(self):
-        if self.device != "cpu":
-            raise TypeError(f"can't convert {self.device} device type tensor to numpy")
-        if self.dtype == "torch.bfloat16":
-            raise TypeError("Got unsupported ScalarType BFloat16")
-        return self.a
+        raise TypeError(f"can't convert {self.device} device type tensor to numpy")
 
 
-FakeTensor.__module__ = "torch"
-
-
-def as_tensors(f, out, t_dtype=None):
-    t_dtype = t_dtype or {"half": "torch.float16", "bf16": "torch.bfloat16"}[f.dtype]
-    res = {}
-    for k, v in out.items():
-        if k in ("pool", "q_normed", "kbar"):
-            res[k] = FakeTensor(v.view(np.float16) if t_dtype == "torch.float16" else v, t_dtype)
-        else:
-            res[k] = FakeTensor(v, "torch." + {"int32": "int32", "float32": "float32"}[v.dtype.name])
-    return res
+def as_tensors(f, out, t=None):
+    """out as tensors on cuda:0; pool, q_normed, kbar as values of T (or of t)."""
+    t = t or {"half": torch.float16, "bf16": torch.bfloat16}[f.dtype]
+    return {k: CudaTensor(torch.from_numpy(v).view(t).a, t) if k in ("pool", "q_normed", "kbar") else CudaTensor(v)
+            for k, v in out.items()}
 
 
 @pytest.mark.parametrize("name", [POOL_FX, "decode_ctx_1_3_4_5_split_half", "prefill_ctx_0_1_3_4_5_bf16_pool"])
 def test_torch_tensors_on_a_device_are_converted(monkeypatch, name):
-    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(int16="torch.int16"))
+    monkeypatch.setitem(sys.modules, "torch", torch)
     f = read_fixture(os.path.join(cases_dir(), name))
     r = replay(f, lambda fx: as_tensors(fx, numpy_impl.run(fx)))
     assert r.passed and r.any_judged, r.summary
 
 
 def test_torch_tensor_problems_are_one_line(monkeypatch):
-    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(int16="torch.int16"))
+    monkeypatch.setitem(sys.modules, "torch", torch)
     f = read_fixture(os.path.join(cases_dir(), POOL_FX))
-    r = replay(f, lambda fx: as_tensors(fx, numpy_impl.run(fx), "torch.bfloat16"))
+    r = replay(f, lambda fx: as_tensors(fx, numpy_impl.run(fx), torch.bfloat16))
     assert r.summary == ("FAIL: output pool: dtype torch.bfloat16 in a half fixture, expected uint16 bit patterns "
                          f"of half (or float16 values) {API}"), r.summary
 
