@@ -3,6 +3,7 @@ else the source tree and bazel-bin (or $QSA_BIN)."""
 import os
 import re
 import subprocess
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -40,6 +41,14 @@ def qsa_bin():
     """The C++ reader's CLI (//tools:qsa)."""
     return built_binary("QSA_BIN", "tools", "qsa", "no qsa binary: run under `bazel test //python/...`, or "
                         "`bazel build //tools:qsa` first, or set QSA_BIN")
+
+
+def run_python(args, *paths, cwd=None, env_extra=None, timeout=600):
+    """`python3 ARGS` in a subprocess, python/ and `paths` as PYTHONPATH, no QSA_* variable but env_extra's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QSA_")}
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(repo_root(), "python"), *paths])
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 _MSG = re.compile(r"^(.*?): field '(.*?)': (.*)$", re.S)

@@ -3,17 +3,14 @@ byte-identical per seed, replayed by the C++ reference (`qsa replay`) and by the
 (`python -m qsa_fixture replay CORPUS`), manifest coverage equal to the fixtures' case.json regions, and
 the coverage line of both tools identical."""
 import json
-import os
 import pathlib
 import subprocess
-import sys
 
 import pytest
 
-from common import qsa_bin
+from common import qsa_bin, run_python
 
 COUNT, SEED = 12, 7
-PYDIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def corpus(out, *args):
@@ -27,9 +24,7 @@ def files(d):
 
 
 def py_replay(*dirs):
-    env = dict(os.environ, PYTHONPATH=PYDIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "qsa_fixture", "replay", "--quiet", *map(str, dirs)],
-                          capture_output=True, text=True, env=env, timeout=900)
+    return run_python(["-m", "qsa_fixture", "replay", "--quiet", *map(str, dirs)], timeout=900)
 
 
 @pytest.fixture(scope="module")

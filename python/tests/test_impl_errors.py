@@ -3,12 +3,11 @@ device, an exception, a hang) is ONE line naming the fixture and the problem, ju
 never a traceback from inside the package (outputs.py, replay.py, `replay --timeout`)."""
 import importlib.util
 import os
-import subprocess
 import sys
 
 import pytest
 
-from common import HERE, cases_dir, repo_root
+from common import HERE, cases_dir, run_python
 from qsa_fixture import numpy_impl, read_fixture, replay
 
 POOL_FX = "prefill_random_pool_half"  # core inputs, with a pool
@@ -28,19 +27,13 @@ CASES = [
 ]
 
 
-def cli_env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(repo_root(), "python"), HERE])
-    return env
-
-
 @pytest.mark.parametrize("name,detail", CASES, ids=[c[0] for c in CASES])
 def test_cli_one_line_per_problem(name, detail):
     fx = os.path.join(cases_dir(), POOL_FX)
     f = read_fixture(fx)
     assert (f.batch_size, f.seq_len, f.dtype) == (1, 10, "half")  # the shapes named in CASES
-    p = subprocess.run([sys.executable, "-m", "qsa_fixture", "replay", "--timeout", "1", "--impl",
-                        f"bad_impls:{name}", fx], capture_output=True, text=True, timeout=120, env=cli_env())
+    p = run_python(["-m", "qsa_fixture", "replay", "--timeout", "1", "--impl", f"bad_impls:{name}", fx], HERE,
+                   timeout=120)
     assert p.returncode == 1 and p.stderr == "", p.stderr
     assert p.stdout.splitlines() == [
         f"FAIL {fx}: FAIL: {detail} {API}",
@@ -52,8 +45,8 @@ def test_cli_one_line_per_problem(name, detail):
 
 def test_run_command_one_line(tmp_path):
     fx = os.path.join(cases_dir(), POOL_FX)
-    p = subprocess.run([sys.executable, "-m", "qsa_fixture", "run", "--impl", "bad_impls:pool_as_float32", fx,
-                        "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120, env=cli_env())
+    p = run_python(["-m", "qsa_fixture", "run", "--impl", "bad_impls:pool_as_float32", fx, "--out",
+                    str(tmp_path / "o")], HERE, timeout=120)
     assert p.returncode == 1 and p.stdout == "" and p.stderr == f"qsa_fixture: {fx}: {CASES[0][1]}\n", p.stderr
 
 

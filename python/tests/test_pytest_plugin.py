@@ -4,22 +4,17 @@ report and the level/profile of each failed check, the problems of impl_errors_t
 profile fast hands the outputs to the qsa binary (a fake one here: `qsa replay --profile fast --outputs`
 does not exist yet) or stops before collecting when there is none."""
 import os
-import subprocess
-import sys
 
 import pytest
 
-from common import HERE, cases_dir, curated_cases, repo_root
+from common import HERE, cases_dir, curated_cases, repo_root, run_python
 from qsa_fixture import compare_outputs, numpy_impl, read_fixture
 from qsa_fixture.__main__ import load_output_arrays
 
 
 def pytest_run(args, cwd=None, env_extra=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("QSA_")}
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(repo_root(), "python"), HERE])
-    env.update(env_extra or {})
-    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "qsa_fixture.pytest_plugin",
-                        "-rfs", *args], cwd=cwd or repo_root(), env=env, capture_output=True, text=True, timeout=600)
+    p = run_python(["-m", "pytest", "-p", "no:cacheprovider", "-p", "qsa_fixture.pytest_plugin", "-rfs", *args], HERE,
+                   cwd=cwd or repo_root(), env_extra=env_extra)
     return p.returncode, p.stdout + p.stderr
 
 

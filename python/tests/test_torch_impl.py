@@ -8,31 +8,21 @@ select the same blocks), which checks the indexing, pool writes, selection and K
 torch's arithmetic."""
 import importlib.util
 import os
-import subprocess
-import sys
 
 import pytest
 
-from common import HERE, cases_dir, curated_cases, repo_root
+from common import HERE, cases_dir, curated_cases, repo_root, run_python
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 NO_TORCH = ("PyTorch is NOT installed: qsa_fixture.torch_impl is NOT tested on torch here (install torch, then "
             "`bazel test //python:torch_impl_test` or, from python/, `python3 -m pytest tests/test_torch_impl.py`)")
 
 
-def py(code, *paths, env_extra=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("QSA_")}
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(repo_root(), "python"), *paths])
-    env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-W", "ignore", *code], capture_output=True, text=True, env=env,
-                          timeout=600)
-
-
 def test_compiles_and_loads_without_importing_torch():
     src = os.path.join(repo_root(), "python", "qsa_fixture", "torch_impl.py")
     with open(src, encoding="utf-8") as fh:
         compile(fh.read(), src, "exec")  # what py_compile checks, without writing a .pyc
-    p = py(["-c", "import sys, qsa_fixture.torch_impl; print('torch' in sys.modules)"])
+    p = run_python(["-c", "import sys, qsa_fixture.torch_impl; print('torch' in sys.modules)"])
     assert p.returncode == 0 and p.stdout == "False\n", p.stdout + p.stderr
 
 
@@ -52,11 +42,11 @@ for d in sys.argv[1:]:
 def test_code_path_on_the_numpy_shim():
     shim = os.path.join(HERE, "fake_torch")
     cases = curated_cases()
-    p = py(["-c", SHIM_CHECK, *cases], shim)
+    p = run_python(["-c", SHIM_CHECK, *cases], shim)
     assert p.returncode == 0 and p.stdout.splitlines() == [f"{d} differs: -" for d in cases], p.stdout + p.stderr
     # The lead's command (python/README.md) on the same shim: profile none judged, every fixture passes.
-    p = py(["-m", "qsa_fixture", "replay", "--quiet", "--impl", "qsa_fixture.torch_impl:run", *cases], shim,
-           env_extra={"QSA_PROFILE": "none"})
+    p = run_python(["-m", "qsa_fixture", "replay", "--quiet", "--impl", "qsa_fixture.torch_impl:run", *cases], shim,
+                   env_extra={"QSA_PROFILE": "none"})
     assert p.returncode == 0 and p.stdout.splitlines()[-1].startswith(
         f"{len(cases)} of {len(cases)} fixtures pass (impl=qsa_fixture.torch_impl:run)"), p.stdout + p.stderr
 
@@ -64,7 +54,7 @@ def test_code_path_on_the_numpy_shim():
 @pytest.mark.skipif(HAVE_TORCH, reason="PyTorch is installed (this checks the message without it)")
 def test_without_torch_the_call_fails_in_one_line():
     fx = os.path.join(cases_dir(), "hand_prefill_ctx_0_1_2_3")
-    p = py(["-m", "qsa_fixture", "replay", "--quiet", "--impl", "qsa_fixture.torch_impl:run", fx])
+    p = run_python(["-m", "qsa_fixture", "replay", "--quiet", "--impl", "qsa_fixture.torch_impl:run", fx])
     assert p.returncode == 1 and p.stdout.splitlines()[0].startswith(
         f"FAIL {fx}: FAIL: the implementation threw: qsa_fixture.torch_impl needs PyTorch, which is not "
         "installed"), p.stdout + p.stderr
