@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from .fixture import output_specs, read_fixture
+from .fixture import read_fixture
 from .npy import parse_npy, serialize_npy, shape_string
 from .levels import selection_from_env
 from .outputs import OUTPUT_NAMES, ImplTimeout, OutputError, call_impl, describe_exception, normalize_outputs
@@ -115,14 +115,10 @@ def cmd_replay(impl_spec, dirs, verbose, timeout=None):
     return 1 if bad else 0
 
 
-def write_outputs(d, f, out):
+def write_outputs(d, out):
+    """Each array of `out` (normalize_outputs': the format's dtypes and shapes) as d/<name>.npy."""
     os.makedirs(d, exist_ok=True)
-    specs = output_specs(f)
-    for name in OUTPUT_NAMES:
-        if out.get(name) is None or name not in specs:
-            continue
-        descr, shape = specs[name]
-        a = np.asarray(out[name]).astype(descr, copy=False).reshape(shape)
+    for name, a in out.items():
         with open(os.path.join(d, name + ".npy"), "wb") as fh:
             fh.write(serialize_npy(a))
 
@@ -136,7 +132,7 @@ def cmd_run(impl_spec, d, out_dir, timeout=None):
         raise ValueError(f"{d}: {e}") from None
     except Exception as e:  # noqa: BLE001 (the implementation's exception, one line)
         raise ValueError(f"{d}: the implementation threw: {describe_exception(e)}") from None
-    write_outputs(out_dir, f, out)
+    write_outputs(out_dir, out)
     print(f"wrote outputs of impl={impl_spec} for {d} to {out_dir}")
     return 0
 

@@ -152,7 +152,7 @@ class QsaFixtureItem(pytest.Item):
                 out = normalize_outputs(f, outs["raw"])
             except (KeyError, OutputError):  # the call failed, and check Fixture.Api is not selected
                 pytest.skip(f"NOT JUDGED {d}: {r.summary} (inputs level {r.input_level}; {sel.describe()})")
-            self._judge_fast(d, f, out)
+            self._judge_fast(d, out)
 
     def _verdict(self, d, any_judged, passed, summary, lines, report, input_level, sel):
         if not any_judged:
@@ -160,10 +160,10 @@ class QsaFixtureItem(pytest.Item):
         if not passed:
             raise QsaFailure(f"FAIL {d}: {summary}\n" + "".join(f"  {x}\n" for x in lines) + report)
 
-    def _judge_fast(self, d, f, out):
+    def _judge_fast(self, d, out):
         from .__main__ import write_outputs
         with tempfile.TemporaryDirectory(prefix="qsa_fast_") as od:
-            write_outputs(od, f, out)
+            write_outputs(od, out)
             cmd = [self.st["binary"], "replay", "--profile", "fast", "--outputs", od, d]
             try:
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=self.st["timeout"])

@@ -15,7 +15,6 @@ from bad_impls import tie_bug
 from common import built_binary, cases_dir, curated_cases, qsa_bin
 from qsa_fixture import __main__ as cli
 from qsa_fixture import numpy_impl, read_fixture, replay
-from qsa_fixture.npy import serialize_npy
 
 
 @pytest.mark.parametrize("path", curated_cases(), ids=os.path.basename)
@@ -29,13 +28,6 @@ def run_py_cli(*args):
     with contextlib.redirect_stdout(out):
         rc = cli.main(list(args))
     return rc, out.getvalue()
-
-
-def write_outputs(d, outputs):
-    os.makedirs(d, exist_ok=True)
-    for k, v in outputs.items():
-        with open(os.path.join(d, k + ".npy"), "wb") as fh:
-            fh.write(serialize_npy(v))
 
 
 def expected_as_outputs(f):
@@ -181,7 +173,7 @@ def test_report_under_selection_equals_cpp(tmp_path, monkeypatch, spec, name, mu
     f = read_fixture(fx)
     outs = expected_as_outputs(f)
     mutate(outs, f)
-    write_outputs(od, outs)
+    cli.write_outputs(od, outs)
     (crc, cpp), (rc, py) = diff_both(fx, od, env)
     assert crc == rc and norm(py) == norm(cpp), f"\n--- C++ rc={crc}\n{cpp}\n--- Python rc={rc}\n{py}"
     if not spec:
@@ -202,7 +194,7 @@ def test_report_when_only_a_row_check_fails(tmp_path, monkeypatch):
     fx = altered_fixture(tmp_path, "prefill_random_bf16", mut_layout)
     outs = expected_as_outputs(read_fixture(fx))
     od = str(tmp_path / "out")
-    write_outputs(od, outs)
+    cli.write_outputs(od, outs)
     (crc, cpp), (rc, py) = diff_both(fx, od, env)
     assert crc == rc == 1 and py == cpp, f"\n--- C++\n{cpp}\n--- Python\n{py}"
     r = replay(read_fixture(fx), lambda _: outs)
@@ -218,7 +210,7 @@ def altered_fixture(tmp_path, name, mutate):
     f = read_fixture(fx)
     outs = expected_as_outputs(f)
     mutate(outs, f)
-    write_outputs(fx, {"expected_" + k: v for k, v in outs.items()})
+    cli.write_outputs(fx, {"expected_" + k: v for k, v in outs.items()})
     return fx
 
 
@@ -295,7 +287,7 @@ def test_replay_reports_a_tie_break_bug(tmp_path, monkeypatch):
         "[differential] level=core profile=ieee contract=1 (Fixture.Differential)"), r.summary
     assert "equal logits, the contract orders them by ascending block id" in r.report, r.report
     od = str(tmp_path / "out")
-    write_outputs(od, tie_bug(f))
+    cli.write_outputs(od, tie_bug(f))
     (crc, cpp), (rc, py) = diff_both(fx, od, env)
     assert crc == rc == 1 and norm(py) == norm(cpp), f"\n--- C++\n{cpp}\n--- Python\n{py}"
     assert py == f"DIFFERENT {fx} vs {od}\n" + r.report
