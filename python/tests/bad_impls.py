@@ -6,6 +6,20 @@ import numpy as np
 
 from qsa_fixture import numpy_impl
 
+NAMES = "out_idx, pool, split_counters, q_normed, kbar, logits"
+# (name, the problem's one line) on prefill_random_pool_half (half, B = 1, S = 10, a pool) with a 1 s timeout.
+CASES = [
+    ("pool_as_float32", "output pool: dtype float32, expected uint16 bit patterns of half (or float16 values)"),
+    ("out_idx_as_float", "output out_idx: dtype float64, expected int32 (any integer dtype whose values fit)"),
+    ("logits_as_float64", "output logits: dtype float64, expected float32"),
+    ("out_idx_short", "output out_idx: shape [1, 10, 2048], expected [1, 10, 2051]"),
+    ("raises", "the implementation threw: KeyError: 'out_idx'"),
+    ("hangs", "the implementation did not return within 1 s (timeout)"),
+    ("returns_none", f"the implementation returned a NoneType, expected a dict of outputs ({NAMES})"),
+    ("typo_key", f"unknown output 'qnormed' (outputs: {NAMES})"),
+    ("no_pool", "no output pool (required for this fixture; got kbar, logits, out_idx, q_normed)"),
+]
+
 
 def _changed(change):
     """numpy_impl's outputs, then change(out) on them."""

@@ -7,24 +7,12 @@ import sys
 
 import pytest
 
+from bad_impls import CASES
 from common import HERE, cases_dir, run_python
 from qsa_fixture import numpy_impl, read_fixture, replay
 
 POOL_FX = "prefill_random_pool_half"  # core inputs, with a pool
 API = "level=core profile=none contract=0 (Fixture.Api)"
-NAMES = "out_idx, pool, split_counters, q_normed, kbar, logits"
-
-CASES = [
-    ("pool_as_float32", "output pool: dtype float32, expected uint16 bit patterns of half (or float16 values)"),
-    ("out_idx_as_float", "output out_idx: dtype float64, expected int32 (any integer dtype whose values fit)"),
-    ("logits_as_float64", "output logits: dtype float64, expected float32"),
-    ("out_idx_short", "output out_idx: shape [1, 10, 2048], expected [1, 10, 2051]"),
-    ("raises", "the implementation threw: KeyError: 'out_idx'"),
-    ("hangs", "the implementation did not return within 1 s (timeout)"),
-    ("returns_none", f"the implementation returned a NoneType, expected a dict of outputs ({NAMES})"),
-    ("typo_key", f"unknown output 'qnormed' (outputs: {NAMES})"),
-    ("no_pool", "no output pool (required for this fixture; got kbar, logits, out_idx, q_normed)"),
-]
 
 
 @pytest.mark.parametrize("name,detail", CASES, ids=[c[0] for c in CASES])
