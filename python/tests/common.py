@@ -1,6 +1,7 @@
 """Where the curated fixtures and the C++ `qsa` binary are: the Bazel runfiles under `bazel test`,
 else the source tree and bazel-bin (or $QSA_BIN)."""
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -41,6 +42,11 @@ def qsa_bin():
     """The C++ reader's CLI (//tools:qsa)."""
     return built_binary("QSA_BIN", "tools", "qsa", "no qsa binary: run under `bazel test //python/...`, or "
                         "`bazel build //tools:qsa` first, or set QSA_BIN")
+
+
+def files(d):
+    """{path relative to d: bytes} of every file under d."""
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(pathlib.Path(d).rglob("*")) if p.is_file()}
 
 
 def run_python(args, *paths, cwd=None, env_extra=None, timeout=600):

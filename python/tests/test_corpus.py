@@ -3,12 +3,11 @@ byte-identical per seed, replayed by the C++ reference (`qsa replay`) and by the
 (`python -m qsa_fixture replay CORPUS`), manifest coverage equal to the fixtures' case.json regions, and
 the coverage line of both tools identical."""
 import json
-import pathlib
 import subprocess
 
 import pytest
 
-from common import qsa_bin, run_python
+from common import files, qsa_bin, run_python
 
 COUNT, SEED = 12, 7
 
@@ -17,10 +16,6 @@ def corpus(out, *args):
     p = subprocess.run([qsa_bin(), "corpus", *args, str(out)], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     return p.stdout
-
-
-def files(d):
-    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(pathlib.Path(d).rglob("*")) if p.is_file()}
 
 
 def py_replay(*dirs):
