@@ -177,13 +177,11 @@ def parse_npy(data, file):
 
 
 def serialize_npy(a):
-    """An array as NumPy writes it: version 1.0, header padded with spaces to 64 bytes, ending in '\n'."""
+    """An array as NumPy writes it: version 1.0, header padded with spaces to 64 bytes, ending in '\n' (an
+    array has at most 64 dimensions: the header always fits version 1.0's 2-byte length)."""
     a = np.ascontiguousarray(a)
     descr = descr_of(a.dtype)
     d = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_string(a.shape)}, }}".encode()
-    nlen = 4 if (10 + len(d) + 1 + 63) // 64 * 64 - 10 > 65535 else 2
-    pre = 8 + nlen
-    total = (pre + len(d) + 1 + 63) // 64 * 64
-    hlen = total - pre
-    head = MAGIC + bytes([1 if nlen == 2 else 2, 0]) + hlen.to_bytes(nlen, "little")
+    hlen = (10 + len(d) + 1 + 63) // 64 * 64 - 10
+    head = MAGIC + b"\x01\x00" + hlen.to_bytes(2, "little")
     return head + d + b" " * (hlen - len(d) - 1) + b"\n" + a.astype(DTYPES[descr], copy=False).tobytes()

@@ -146,19 +146,16 @@ class QsaFixtureItem(pytest.Item):
         # Under fast the checks of profile none (layout, padding, pool hygiene, the call) are judged here.
         sel = levels.Selection(st["sel"].levels, "none") if fast else st["sel"]
         r = replay(f, capturing, sel, st["timeout"])
-        self._verdict(d, r.any_judged or fast, r.passed, r.summary, r.lines(d), r.report, r.input_level, sel)
+        if not (r.any_judged or fast):
+            pytest.skip(f"NOT JUDGED {d} (inputs level {r.input_level}; {sel.describe()})")
+        if not r.passed:
+            raise QsaFailure(f"FAIL {d}: {r.summary}\n" + "".join(f"  {x}\n" for x in r.lines(d)) + r.report)
         if fast:
             try:
                 out = normalize_outputs(f, outs["raw"])
             except (KeyError, OutputError):  # the call failed, and check Fixture.Api is not selected
                 pytest.skip(f"NOT JUDGED {d}: {r.summary} (inputs level {r.input_level}; {sel.describe()})")
             self._judge_fast(d, out)
-
-    def _verdict(self, d, any_judged, passed, summary, lines, report, input_level, sel):
-        if not any_judged:
-            pytest.skip(f"NOT JUDGED {d} (inputs level {input_level}; {sel.describe()})")
-        if not passed:
-            raise QsaFailure(f"FAIL {d}: {summary}\n" + "".join(f"  {x}\n" for x in lines) + report)
 
     def _judge_fast(self, d, out):
         from .__main__ import write_outputs

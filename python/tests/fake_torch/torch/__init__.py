@@ -74,9 +74,6 @@ class Tensor:
 
     shape = property(lambda self: self.a.shape)
 
-    def _new(self, a):
-        return Tensor(a, self.dtype if np.asarray(a).dtype == self.dtype.np else None)
-
     def __getitem__(self, k):
         return Tensor(self.a[_index(k)], self.dtype)
 
