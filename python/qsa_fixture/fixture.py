@@ -13,7 +13,7 @@ from .errors import FixtureError
 from .npy import parse_npy, serialize_npy, shape_string
 
 SCHEMA = "qsa-fixture/1"
-QK_WIDTH, INDEX_WIDTH, ROPE_COLS, HEAD_DIM, NUM_HEADS, TOKENS_PER_PAGE = 640, 2051, 64, 128, 4, 128
+QK_WIDTH, INDEX_WIDTH, ROPE_COLS, HEAD_DIM, NUM_HEADS, TOKENS_PER_PAGE, TOPK = 640, 2051, 64, 128, 4, 128, 512
 I32_MAX = 2147483647
 POOL_KEYS = ("num_pages", "max_pages_per_seq", "num_kv_heads", "pool_head_dim", "head_size")
 TOP_KEYS = ("schema", "description", "pipeline", "dtype", "batch_size", "seq_len", "max_blocks",

@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 
-CANONICAL_NAN = 0x7FFF
+CANONICAL_NAN = 0x7FFF  # every NaN cast to T (contract section 4)
 NEG_FLT_MAX = np.uint32(0xFF7FFFFF).view(np.float32)  # invisible / padded logits (contract section 4)
 INV_SQRT_128 = np.uint32(0x3DB504F3).view(np.float32)  # the float nearest 1/sqrt(128)
 

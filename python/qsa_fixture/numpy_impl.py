@@ -7,9 +7,9 @@ run(fixture) -> dict of outputs (out_idx, pool, split_counters, q_normed, kbar, 
 """
 import numpy as np
 
+from .fixture import HEAD_DIM, INDEX_WIDTH as WIDTH, NUM_HEADS, TOPK
 from .numerics import (INV_SQRT_128, NEG_FLT_MAX, fma, from_f32, relu, rsqrt_rn, to_f32, warp_sum)
 
-HEAD_DIM, NUM_HEADS, TOPK, WIDTH, TPP = 128, 4, 512, 2051, 128
 F = np.float32
 
 

@@ -16,9 +16,8 @@ import threading
 
 import numpy as np
 
-from .fixture import output_specs
+from .fixture import EXPECTED as OUTPUT_NAMES, output_specs
 
-OUTPUT_NAMES = ("out_idx", "pool", "split_counters", "q_normed", "kbar", "logits")
 T_BITS = ("pool", "q_normed", "kbar")
 _TORCH_T = {"half": "torch.float16", "bf16": "torch.bfloat16"}
 

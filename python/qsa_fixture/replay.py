@@ -11,8 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from . import levels, outputs
-
-WIDTH, TOPK, TPP = 2051, 512, 128
+from .fixture import INDEX_WIDTH as WIDTH, TOKENS_PER_PAGE as TPP, TOPK
 
 
 def hex32(x):

@@ -16,10 +16,10 @@ import os
 
 import numpy as np
 
-HEAD_DIM, NUM_HEADS, TOPK, WIDTH, TPP = 128, 4, 512, 2051, 128
-NEG_FLT_MAX = float(np.uint32(0xFF7FFFFF).view(np.float32))  # invisible / padded logits (section 4)
-INV_SQRT_128 = float(np.uint32(0x3DB504F3).view(np.float32))  # the float nearest 1/sqrt(128) (section 4)
-CANONICAL_NAN = 0x7FFF  # every NaN cast to T (section 4)
+from .fixture import HEAD_DIM, INDEX_WIDTH as WIDTH, NUM_HEADS, TOPK
+from .numerics import CANONICAL_NAN, INV_SQRT_128, NEG_FLT_MAX
+
+NEG_FLT_MAX, INV_SQRT_128 = float(NEG_FLT_MAX), float(INV_SQRT_128)  # section 4's constants as torch scalars
 
 
 def _torch():
