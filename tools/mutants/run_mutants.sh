@@ -93,32 +93,28 @@ cmd_build() {
     cd "$repo" || exit 2
     mkdir -p "$out"
     out=$(cd "$out" && pwd)
-    # gpu_bundle.sh calls plain `bazel`: give it our own output base (never block the others' server).
-    local wrap
-    wrap=$(mktemp -d)
-    cat >"$wrap/bazel" <<WRAP
-#!/usr/bin/env bash
-exec /usr/bin/bazel --output_base=${BAZEL_OUTPUT_BASE:-/root/.cache/bazel_mut} "\$@"
-WRAP
-    chmod +x "$wrap/bazel"
+    # Our own output base, here and in gpu_bundle.sh (never block the others' server).
+    export BAZEL_STARTUP_OPTS="--output_base=${BAZEL_OUTPUT_BASE:-/root/.cache/bazel_mut} ${BAZEL_STARTUP_OPTS:-}"
+    # shellcheck disable=SC2086
+    bazel() { command bazel $BAZEL_STARTUP_OPTS "$@"; }
     local full="$out/.full" b
     rm -rf "$full"
-    PATH="$wrap:$PATH" bazel build --//kernels:enable_mutants=true //properties:contracts_tsv || die "bazel build failed"
+    bazel build --//kernels:enable_mutants=true //properties:contracts_tsv || die "bazel build failed"
     local tsv
-    tsv="$(PATH="$wrap:$PATH" bazel info --//kernels:enable_mutants=true bazel-bin 2>/dev/null)/properties/contracts.tsv"
+    tsv="$(bazel info --//kernels:enable_mutants=true bazel-bin 2>/dev/null)/properties/contracts.tsv"
     mapfile -t PROPS_ORDER < <(props_order "$tsv" contract)
     mapfile -t STAGE_PROPS_ORDER < <(props_order "$tsv" stage)
     ((${#PROPS_ORDER[@]} > 0)) || die "no property binaries in $tsv"
     # MUT_DIRECT=1 skips gpu_bundle.sh (which also builds every gpu tool of the repo) and builds only the suite.
-    if [[ ${MUT_DIRECT:-0} == 1 ]] || ! PATH="$wrap:$PATH" tools/gpu_bundle.sh "$full" --//kernels:enable_mutants=true; then
+    if [[ ${MUT_DIRECT:-0} == 1 ]] || ! tools/gpu_bundle.sh "$full" --//kernels:enable_mutants=true; then
         # gpu_bundle.sh builds every gpu target of the repo; one broken unrelated target (a tool, a fixture
         # test) must not block mutation testing: build just the suite's targets the same way.
         echo "run_mutants: gpu_bundle.sh failed; building only the suite's $((${#STAGE_ORDER[@]} + ${#STAGE_PROPS_ORDER[@]} + ${#PROPS_ORDER[@]} + ${#PIPELINE_ORDER[@]})) targets" >&2
         local labels=()
         for b in "${STAGE_ORDER[@]}" "${STAGE_PROPS_ORDER[@]}" "${PROPS_ORDER[@]}" "${PIPELINE_ORDER[@]}"; do labels+=("//${b%%/*}:${b#*/}"); done
-        PATH="$wrap:$PATH" bazel build --//kernels:enable_mutants=true "${labels[@]}" || die "bazel build failed"
+        bazel build --//kernels:enable_mutants=true "${labels[@]}" || die "bazel build failed"
         local bin
-        bin=$(PATH="$wrap:$PATH" bazel info --//kernels:enable_mutants=true bazel-bin 2>/dev/null)
+        bin=$(bazel info --//kernels:enable_mutants=true bazel-bin 2>/dev/null)
         for b in "${STAGE_ORDER[@]}" "${STAGE_PROPS_ORDER[@]}" "${PROPS_ORDER[@]}" "${PIPELINE_ORDER[@]}"; do
             mkdir -p "$full/tests/$(dirname "$b")"
             cp -f "$bin/$b" "$full/tests/$b"
@@ -140,9 +136,9 @@ WRAP
     local fastflags=(--//kernels:enable_mutants=true --//api:impl=//kernels:qsa_kernels_fast) labels=()
     for b in "${STAGE_PROPS_ORDER[@]}"; do labels+=("//${b%%/*}:$(fast_twin "${b#*/}")"); done
     for b in "${PROPS_ORDER[@]}"; do labels+=("//${b%%/*}:${b#*/}"); done
-    PATH="$wrap:$PATH" bazel build "${fastflags[@]}" "${labels[@]}" || die "bazel build of the fast pass failed"
+    bazel build "${fastflags[@]}" "${labels[@]}" || die "bazel build of the fast pass failed"
     local fbin src
-    fbin=$(PATH="$wrap:$PATH" bazel info "${fastflags[@]}" bazel-bin 2>/dev/null)
+    fbin=$(bazel info "${fastflags[@]}" bazel-bin 2>/dev/null)
     rm -rf "$out/bin_fast"
     mkdir -p "$out/bin_fast"
     for b in "${STAGE_PROPS_ORDER[@]}" "${PROPS_ORDER[@]}"; do
@@ -259,20 +255,18 @@ cmd_run() {
     BIN_TIMEOUT=${BIN_TIMEOUT:-100}
     END_AT=$(($(date +%s) + ${DEADLINE:-480}))
     FAST_SCALE=${FAST_SCALE:-0.25}
-    local passes=(${PASSES:-full props fast})
-    if [[ " ${passes[*]} " == *" fast "* && ! -d $bundle/bin_fast ]]; then
+    local passes=(${PASSES:-full props fast}) fast=0 fast_note="" id p noshrink="${RC_PARAMS:+$RC_PARAMS }noshrink=1"
+    [[ " ${passes[*]} " == *" fast "* ]] && fast=1
+    if ((fast)) && [[ ! -d $bundle/bin_fast ]]; then
         echo "run_mutants: the bundle has no bin_fast (built before the fast pass): pass fast dropped" >&2
         local keep=()
         for p in "${passes[@]}"; do [[ $p == fast ]] || keep+=("$p"); done
-        passes=("${keep[@]}")
+        passes=("${keep[@]}") fast=0
     fi
-    local fast_note=""
-    [[ " ${passes[*]} " == *" fast "* ]] && fast_note=" FAST_SCALE=$FAST_SCALE"
+    ((fast)) && fast_note=" FAST_SCALE=$FAST_SCALE"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
     echo "run_mutants: bundle $(head -c 12 "$bundle/COMMIT"), ${#ids[@]} mutants + control, passes: ${passes[*]}," \
         "JOBS=$JOBS BIN_TIMEOUT=$BIN_TIMEOUT DEADLINE=${DEADLINE:-480}${fast_note:-}"
-    local fast=0 id p noshrink="${RC_PARAMS:+$RC_PARAMS }noshrink=1"
-    [[ " ${passes[*]} " == *" fast "* ]] && fast=1
     if ((fast)); then
         for b in "${PROPS_ORDER[@]}"; do
             [[ -x $bundle/bin_fast/${b//\//__} ]] || die "$bundle/bin_fast lacks $b (rebuild with run_mutants.sh build)"
