@@ -57,17 +57,11 @@ ChildResult runGtestChild(Layout const& l, GpuRun const& run, Options const& o, 
                           fs::path const& exe, std::string const& rel, std::vector<std::string> args,
                           std::string const& rc, ChildFiles& f, double& secs) {
     f = {run.dir / "logs" / (tag + ".outputs"), run.dir / "logs" / (tag + ".log"), run.dir / "logs" / (tag + ".json")};
-    ChildSpec spec;
-    launchSpec(l, exe, rel, spec);
-    spec.args = std::move(args);
-    spec.args.push_back("--gtest_output=json:" + f.gtestJson.string());
-    spec.args.push_back("--gtest_color=no");
-    spec.unset = kUnset;
-    spec.env = {{"CUDA_VISIBLE_DEVICES", run.gpu.visibleId},
-                {"RC_PARAMS", rc},
-                {"QSA_BUDGET_SCALE", std::to_string(budgetScale(o.scale))}};
+    args.push_back("--gtest_output=json:" + f.gtestJson.string());
+    args.push_back("--gtest_color=no");
+    ChildSpec spec = launchSpec(l, exe, rel, run.gpu.visibleId, std::move(args), o.childTimeout);
+    spec.env.insert({{"RC_PARAMS", rc}, {"QSA_BUDGET_SCALE", std::to_string(budgetScale(o.scale))}});
     spec.logPath = f.log.string();
-    spec.timeoutSeconds = o.childTimeout;
     auto const t0 = Clock::now();
     ChildResult r = runChild(spec, [](std::string const&) {});
     secs = secondsSince(t0);
@@ -204,17 +198,13 @@ json runExhaustive(Layout const& l, GpuRun& run, Options const& o, int threads, 
     if (exe.empty()) {
         res = {{"error", "tools/exhaustive_primitives not found (runfiles, bundle or --bin-dir)"}};
     } else {
-        ChildSpec spec;
-        launchSpec(l, exe, "tools/exhaustive_primitives", spec);
-        spec.args = {"--threads=" + std::to_string(threads), "--json=" + out.string()};
+        std::vector<std::string> args = {"--threads=" + std::to_string(threads), "--json=" + out.string()};
         if (o.cpuDryRun) {
-            spec.args.push_back("--simulate");
-            spec.args.push_back("--stride-log2=16");
+            args.push_back("--simulate");
+            args.push_back("--stride-log2=16");
         }
-        spec.unset = kUnset;
-        spec.env = {{"CUDA_VISIBLE_DEVICES", run.gpu.visibleId}};
+        ChildSpec spec = launchSpec(l, exe, "tools/exhaustive_primitives", run.gpu.visibleId, args, o.childTimeout);
         spec.logPath = log.string();
-        spec.timeoutSeconds = o.childTimeout;
         std::error_code ec;
         fs::remove(out, ec);
         ChildResult const r = runChild(spec, [&](std::string const& line) {
