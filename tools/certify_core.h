@@ -16,6 +16,15 @@
 namespace qsa {
 namespace certify {
 
+// "a, b, c": the strings of `items` (a vector or a set) with `sep` between them.
+template <typename Strings>
+std::string join(Strings const& items, char const* sep) {
+    std::string s;
+    for (std::string const& x : items)
+        s += (s.empty() ? "" : sep) + x;
+    return s;
+}
+
 // ---- devices and architectures --------------------------------------------------------------------
 
 // "80,90a" -> {"80", "90a"}; blanks ignored. Throws std::runtime_error on a token that is not digits with an

@@ -50,15 +50,6 @@ DriverModule driverModule() {
     return *m;
 }
 
-// "core,hardened": the levels QSA_LEVELS selected, as checks::parseSelection reads them back.
-std::string selectedLevels(checks::Selection const& sel) {
-    std::string l;
-    for (std::string const& v : sel.levels) {
-        l += (l.empty() ? "" : ",") + v;
-    }
-    return l;
-}
-
 // One GPU's part of the certificate: the device, its SASS decision, every property, suite and exhaustive result.
 json gpuCertificate(GpuRun& run, Options const& o, Plan const& plan) {
     GpuInfo const& g = run.gpu;
@@ -165,7 +156,7 @@ json certificateOf(Options const& o, Plan const& plan, std::vector<GpuRun>& runs
                       {"jobs_per_gpu", plan.jobsPerGpu},
                       {"time_limit_minutes", o.timeLimitMinutes},
                       {"budget_scale", budgetScale(o.scale)},
-                      {"levels", selectedLevels(plan.sel)},
+                      {"levels", join(plan.sel.levels, ",")}, // as checks::parseSelection reads them back
                       {"profile", plan.sel.profile},
                       {"impl", plan.implLabel}};
     // What was certified: the linked label, or (the kit) the library file itself, beside the GPU and driver.

@@ -1,6 +1,8 @@
 // Certify's compute-sanitizer part (see certify_sanitize.h).
 #include "tools/certify_sanitize.h"
 
+#include "tools/certify_core.h"
+
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -83,12 +85,8 @@ json run(Options const& o, std::string const& bundleRoot, std::string const& log
     if (!std::filesystem::exists(script)) {
         return notRun("the bundle has no run_all.sh");
     }
-    std::string list;
-    for (std::string const& t : o.tools) {
-        list += (list.empty() ? "" : ",") + t;
-    }
-    std::string const cmd = "LOGDIR='" + logDir + "' '" + script.string() + "' --sanitize " + list + " -j " +
-                            std::to_string(o.jobs) + " 2>&1";
+    std::string const cmd = "LOGDIR='" + logDir + "' '" + script.string() + "' --sanitize " + join(o.tools, ",") +
+                            " -j " + std::to_string(o.jobs) + " 2>&1";
     std::fprintf(stderr, "certify: sanitizers: %s\n", cmd.c_str());
     FILE* p = popen(cmd.c_str(), "r");
     if (p == nullptr) {
