@@ -1,6 +1,6 @@
 // Pure parts of the architecture certification tool (issue 7): the plan (contracts, per-property budgets,
 // seeds), the SASS decision, parsers of child outputs, progress formatting, verdicts and the certificate's
-// rendering. Nothing here touches a GPU or spawns a process, so //tools:certify_test runs it in CI.
+// rendering. Nothing here touches a GPU or spawns a process (but runCapture), so //tools:certify_test runs it in CI.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,6 +8,7 @@
 #include "tools/certify_sanitize.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -24,6 +25,10 @@ std::string join(Strings const& items, char const* sep) {
         s += (s.empty() ? "" : sep) + x;
     return s;
 }
+
+// Runs shell command `cmd`: its stdout into `out` (each line also copied to `echo` when given); returns its exit
+// status (128 when it did not exit, -1 when it could not start).
+int runCapture(std::string const& cmd, std::string& out, std::FILE* echo = nullptr);
 
 // ---- devices and architectures --------------------------------------------------------------------
 

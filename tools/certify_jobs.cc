@@ -68,6 +68,17 @@ ChildResult runGtestChild(Layout const& l, GpuRun const& run, Options const& o, 
     return r;
 }
 
+// What every gtest child's result records: its time, log, exit, QSA_COVERAGE and QSA_FAST lines (profile fast:
+// what it judged, section 9.2) and the fixtures it captured.
+json childFields(ChildResult const& r, ChildFiles const& f, double secs) {
+    return {{"seconds", secs},
+            {"log", f.log.string()},
+            {"exit", r.describe()},
+            {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")},
+            {"fast", linesStartingWith(r.output, "QSA_FAST ")},
+            {"fixtures", capturedFixtures(f.outputs)}};
+}
+
 // Failure messages as recorded: each cut at 4000 characters.
 json truncated(std::vector<std::string> const& failures) {
     json out = json::array();
@@ -99,14 +110,9 @@ json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, 
     std::vector<std::string> const failures = found ? t->failures : std::vector<std::string>{};
     bool const pass = r.ok() && found && t->status == "PASS";
     json res = propertyStub(p, pass ? "PASS" : "FAIL");
+    res.update(childFields(r, f, secs));
     res.update({{"budget_scale", budgetScale(o.scale)},
                 {"cases_planned", p.cases ? json(*p.cases) : json()},
-                {"seconds", secs},
-                {"log", f.log.string()},
-                {"exit", r.describe()},
-                {"fixtures", capturedFixtures(f.outputs)},
-                {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")},
-                {"fast", linesStartingWith(r.output, "QSA_FAST ")}, // profile fast: what it judged (section 9.2)
                 {"failures", truncated(failures)}});
     if (!pass && failures.empty()) {
         res["failures"].push_back((found ? "" : "property did not run; ") + childError(r, ""));
@@ -164,16 +170,11 @@ json runSuite(Layout const& l, SuitePlan const& s, GpuRun& run, Options const& o
                          {"failed_checks", fc},
                          {"failures", truncated(t.failures)}});
     }
-    json res = {{"name", s.name},
+    json res = childFields(r, f, secs);
+    res.update({{"name", s.name},
                 {"binary", s.rel},
-                {"seconds", secs},
-                {"log", f.log.string()},
-                {"exit", r.describe()},
                 {"tests", tests},
-                {"not_judged_lines", linesStartingWith(r.output, "QSA_NOT_JUDGED ")},
-                {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")},
-                {"fast", linesStartingWith(r.output, "QSA_FAST ")},
-                {"fixtures", capturedFixtures(f.outputs)}};
+                {"not_judged_lines", linesStartingWith(r.output, "QSA_NOT_JUDGED ")}});
     if (tests.empty() || (!r.ok() && failed == 0)) {
         res["error"] = childError(r, tests.empty() ? ", no test results" : "");
     }
