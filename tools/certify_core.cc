@@ -218,7 +218,6 @@ std::vector<ContractSpec> parseContracts(bool stage) {
         ContractSpec c;
         c.number = std::stoi(f[1]);
         c.name = f[2];
-        c.levels = splitOn(f[3], ',');
         c.gpuBinary = f[4];
         std::string const base = f[4].substr(f[4].find('/') + 1);
         c.test = !stage && base.size() > 4 && base.compare(base.size() - 4, 4, "_gpu") == 0

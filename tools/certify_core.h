@@ -66,11 +66,10 @@ std::optional<DriverModule> parseNvidiaDriverVersion(std::string const& procText
 // ---- the plan -------------------------------------------------------------------------------------------
 
 struct ContractSpec {
-    int number;                      // contract section 7 number
-    std::string name;                // short name
-    std::string test;                // CPU property test target in //properties ("" for GPU-only stage tests)
-    std::string gpuBinary;           // workspace-relative GPU binary, e.g. "properties/layout_test_gpu"
-    std::vector<std::string> levels; // levels of its checks (contract section 8)
+    int number;            // contract section 7 number
+    std::string name;      // short name
+    std::string test;      // CPU property test target in //properties ("" for GPU-only stage tests)
+    std::string gpuBinary; // workspace-relative GPU binary, e.g. "properties/layout_test_gpu"
 };
 // The eight contracts of section 7, in order, then the stage properties: generated from
 // properties/contracts.bzl (THE contract list) at build time.

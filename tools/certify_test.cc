@@ -60,7 +60,6 @@ TEST(Plan, EightContractsInOrder) {
     EXPECT_EQ(contracts()[0].test, "differential_test");
     EXPECT_EQ(contracts()[0].gpuBinary, "properties/differential_test_gpu");
     EXPECT_EQ(contracts()[7].test, "workspace_test");
-    EXPECT_EQ(contracts()[2].levels, (std::vector<std::string>{"core", "hardened"}));
     // The stage properties come from the same list (properties/contracts.bzl), GPU only.
     ASSERT_EQ(stageProperties().size(), 1u);
     EXPECT_EQ(stageProperties()[0].gpuBinary, "properties/differential_stages_test");
