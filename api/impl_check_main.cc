@@ -28,8 +28,8 @@ int main(int argc, char** argv) {
         } else if (lib.empty() && !a.empty() && a[0] != '-') {
             lib = a;
         } else {
-            std::cerr << "usage: impl_check LIB [--json] [--timeout S] [--driver-cuda-version N]\n";
-            return 2;
+            lib.clear(); // an unknown argument or a second LIB: the usage below
+            break;
         }
     }
     if (lib.empty()) {

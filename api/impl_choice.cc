@@ -9,18 +9,15 @@
 namespace qsa {
 namespace api {
 
-bool implIsLoaded() {
-    std::string const label = kImplLabel;
-    std::string const suffix = "//api:loaded";
-    return label.size() >= suffix.size() && label.compare(label.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 ImplChoice chooseImpl(std::string const& cliLibrary) {
     ImplChoice c;
     c.label = kImplLabel;
     char const* env = std::getenv("QSA_IMPL_LIB");
     std::string const given = !cliLibrary.empty() ? cliLibrary : env != nullptr ? env : "";
-    if (!implIsLoaded()) {
+    std::string const kit = "//api:loaded"; // this binary reaches the implementation through it
+    bool const loaded =
+        c.label.size() >= kit.size() && c.label.compare(c.label.size() - kit.size(), kit.size(), kit) == 0;
+    if (!loaded) {
         if (!given.empty()) {
             c.error = "this binary links its implementation (" + c.label + "); --impl-lib / QSA_IMPL_LIB=" + given +
                       " needs the kit's build (--//api:impl=//api:loaded, tools/kit.sh)";

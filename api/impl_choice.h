@@ -16,9 +16,6 @@ struct ImplChoice {
     std::string check;   // probeLibrary's line for a library
 };
 
-// True when this binary reaches the implementation through //api:loaded.
-bool implIsLoaded();
-
 // cliLibrary: the --impl-lib value ("" when absent; QSA_IMPL_LIB is the fallback). A library given to a binary
 // whose implementation is linked in is an error (it would silently certify the linked one).
 ImplChoice chooseImpl(std::string const& cliLibrary);

@@ -122,6 +122,9 @@ std::string openLibrary(std::string const& path, LoadedLibrary& out) {
     return "";
 }
 
+namespace {
+
+// The CUDA version of the driver on this host (e.g. 13000), 0 when libcuda.so.1 cannot be loaded.
 int driverCudaVersion() {
     void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (cuda == nullptr) {
@@ -136,11 +139,10 @@ int driverCudaVersion() {
     return v; // libcuda stays loaded: the process will use it
 }
 
+// "13.0" for 13000.
 std::string cudaVersionString(int v) {
     return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
-
-namespace {
 
 // The child's side of probeLibrary(): writes "@stage ..." lines as it goes and ends with "@ok ..." or "@refused ...".
 int probeChild(int fd, std::string const& path, int driverVersion) {

@@ -29,9 +29,6 @@ struct LoadedLibrary {
 // front ends run probeLibrary() first.
 std::string openLibrary(std::string const& path, LoadedLibrary& out);
 
-// The CUDA version of the driver on this host (e.g. 13000), 0 when libcuda.so.1 cannot be loaded.
-int driverCudaVersion();
-
 struct ProbeResult {
     bool ok = false;
     std::string line; // ok: "6 API symbols, CUDA runtime 13.0, workspace (1, 64) = N bytes, ..."; else the cause
@@ -43,9 +40,6 @@ struct ProbeResult {
 // driver, the comparison is skipped and said); both size functions answer valid arguments without throwing.
 // Call it before this process makes any CUDA call (a forked child must not inherit a CUDA context).
 ProbeResult probeLibrary(std::string const& path, int driverVersion = -1, double timeoutSeconds = 60);
-
-// "13.0" for 13000.
-std::string cudaVersionString(int v);
 
 } // namespace api
 } // namespace qsa

@@ -63,8 +63,7 @@ bool vaddrToOffset(std::vector<Elf64_Phdr> const& loads, uint64_t vaddr, uint64_
     return false;
 }
 
-} // namespace
-
+// The ELF facts of an image in memory: a malformed image is an error string, never a crash.
 ElfFacts readElfFacts(std::string const& img) {
     ElfFacts f;
     Elf64_Ehdr eh{};
@@ -182,6 +181,66 @@ ElfFacts readElfFacts(std::string const& img) {
     return f;
 }
 
+// ---- SHA-256 (FIPS 180-4) ----------------------------------------------------------------------------------
+
+std::string sha256Hex(std::string const& bytes) {
+    static constexpr std::array<uint32_t, 64> kK = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+    std::array<uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    auto rotr = [](uint32_t x, int n) { return (x >> n) | (x << (32 - n)); };
+    std::string msg = bytes;
+    uint64_t const bits = static_cast<uint64_t>(bytes.size()) * 8;
+    msg += static_cast<char>(0x80);
+    while (msg.size() % 64 != 56) {
+        msg += '\0';
+    }
+    for (int i = 7; i >= 0; --i) {
+        msg += static_cast<char>((bits >> (8 * i)) & 0xff);
+    }
+    for (size_t chunk = 0; chunk < msg.size(); chunk += 64) {
+        std::array<uint32_t, 64> w{};
+        for (int i = 0; i < 16; ++i) {
+            auto const* p = reinterpret_cast<unsigned char const*>(msg.data() + chunk + 4 * i);
+            w[i] = (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
+        }
+        for (int i = 16; i < 64; ++i) {
+            uint32_t const s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+            uint32_t const s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+            w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+        }
+        std::array<uint32_t, 8> v = h;
+        for (int i = 0; i < 64; ++i) {
+            uint32_t const s1 = rotr(v[4], 6) ^ rotr(v[4], 11) ^ rotr(v[4], 25);
+            uint32_t const ch = (v[4] & v[5]) ^ (~v[4] & v[6]);
+            uint32_t const t1 = v[7] + s1 + ch + kK[i] + w[i];
+            uint32_t const s0 = rotr(v[0], 2) ^ rotr(v[0], 13) ^ rotr(v[0], 22);
+            uint32_t const maj = (v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]);
+            uint32_t const t2 = s0 + maj;
+            v = {t1 + t2, v[0], v[1], v[2], v[3] + t1, v[4], v[5], v[6]};
+        }
+        for (int i = 0; i < 8; ++i) {
+            h[i] += v[i];
+        }
+    }
+    unsigned char out[32];
+    for (int i = 0; i < 8; ++i) {
+        for (int j = 0; j < 4; ++j) {
+            out[4 * i + j] = static_cast<unsigned char>(h[i] >> (24 - 8 * j));
+        }
+    }
+    return hex(out, 32);
+}
+
+} // namespace
+
 int cudartSonameMajor(std::string const& name) {
     std::string const prefix = "libcudart.so.";
     if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size()) {
@@ -265,64 +324,5 @@ nlohmann::json identityJson(LibraryIdentity const& id) {
     }
     return j;
 }
-
-// ---- SHA-256 (FIPS 180-4) ----------------------------------------------------------------------------------
-
-std::string sha256Hex(std::string const& bytes) {
-    static constexpr std::array<uint32_t, 64> kK = {
-        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-    std::array<uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-    auto rotr = [](uint32_t x, int n) { return (x >> n) | (x << (32 - n)); };
-    std::string msg = bytes;
-    uint64_t const bits = static_cast<uint64_t>(bytes.size()) * 8;
-    msg += static_cast<char>(0x80);
-    while (msg.size() % 64 != 56) {
-        msg += '\0';
-    }
-    for (int i = 7; i >= 0; --i) {
-        msg += static_cast<char>((bits >> (8 * i)) & 0xff);
-    }
-    for (size_t chunk = 0; chunk < msg.size(); chunk += 64) {
-        std::array<uint32_t, 64> w{};
-        for (int i = 0; i < 16; ++i) {
-            auto const* p = reinterpret_cast<unsigned char const*>(msg.data() + chunk + 4 * i);
-            w[i] = (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
-        }
-        for (int i = 16; i < 64; ++i) {
-            uint32_t const s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-            uint32_t const s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-            w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-        }
-        std::array<uint32_t, 8> v = h;
-        for (int i = 0; i < 64; ++i) {
-            uint32_t const s1 = rotr(v[4], 6) ^ rotr(v[4], 11) ^ rotr(v[4], 25);
-            uint32_t const ch = (v[4] & v[5]) ^ (~v[4] & v[6]);
-            uint32_t const t1 = v[7] + s1 + ch + kK[i] + w[i];
-            uint32_t const s0 = rotr(v[0], 2) ^ rotr(v[0], 13) ^ rotr(v[0], 22);
-            uint32_t const maj = (v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]);
-            uint32_t const t2 = s0 + maj;
-            v = {t1 + t2, v[0], v[1], v[2], v[3] + t1, v[4], v[5], v[6]};
-        }
-        for (int i = 0; i < 8; ++i) {
-            h[i] += v[i];
-        }
-    }
-    unsigned char out[32];
-    for (int i = 0; i < 8; ++i) {
-        for (int j = 0; j < 4; ++j) {
-            out[4 * i + j] = static_cast<unsigned char>(h[i] >> (24 - 8 * j));
-        }
-    }
-    return hex(out, 32);
-}
-
 } // namespace api
 } // namespace qsa

@@ -38,14 +38,8 @@ struct LibraryIdentity {
 // withSha256 = false leaves .sha256 empty: the loader, run at the start of every kit binary, needs only the ELF facts.
 LibraryIdentity identifyLibrary(std::string const& path, bool withSha256 = true);
 
-// The ELF facts of an image in memory (exposed for tests: a malformed image is an error string, never a crash).
-ElfFacts readElfFacts(std::string const& image);
-
 // The identity as the certificate records it: path, bytes, sha256, build_id, soname, cuda_runtime, needed.
 nlohmann::json identityJson(LibraryIdentity const& id);
-
-// SHA-256 (FIPS 180-4) of bytes, lowercase hex.
-std::string sha256Hex(std::string const& bytes);
 
 // "libcudart.so.13" -> 13; -1 when name is not a versioned libcudart soname.
 int cudartSonameMajor(std::string const& name);

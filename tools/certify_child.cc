@@ -1,6 +1,6 @@
 // Child processes of certify (see certify_plan.h): each launched, timed out and judged by tools/engine.sh, the
 // launcher run_all.sh and run_mutants.sh source, run as `bash engine.sh run [--declared ENV PATH] LOG TIMEOUT DIR
-// KEY=VALUE... -- EXE ARGS...`. certify forks and execs bash with its own environment less ChildSpec::unset,
+// KEY=VALUE... -- EXE ARGS...`. certify forks and execs bash with its own environment less kUnset,
 // reads the child's lines from LOG as it grows, and maps the engine's outcome line ("engine: outcome=... rc=...")
 // to a ChildResult. It kills nothing itself but the engine, and that only as a last resort: when the engine has not
 // ended 60 s after its own timeout and SIGKILL (a child stuck in the driver), so that certify still writes its
@@ -43,6 +43,27 @@ std::string ChildResult::describe() const {
 }
 
 namespace {
+
+// Environment variables of a `bazel test` / bundle run that must not leak into a child.
+std::vector<std::string> const kUnset = {"CUDA_VISIBLE_DEVICES",
+                                         "RC_PARAMS",
+                                         "TEST_UNDECLARED_OUTPUTS_DIR",
+                                         "TEST_TMPDIR",
+                                         "TEST_SHARD_INDEX",
+                                         "TEST_TOTAL_SHARDS",
+                                         "TEST_SHARD_STATUS_FILE",
+                                         "GTEST_SHARD_INDEX",
+                                         "GTEST_TOTAL_SHARDS",
+                                         "GTEST_OUTPUT",
+                                         "GTEST_FILTER",
+                                         "XML_OUTPUT_FILE",
+                                         "TEST_TARGET",
+                                         "TEST_PREMATURE_EXIT_FILE",
+                                         "TEST_SRCDIR",
+                                         "TEST_WORKSPACE",
+                                         "RUNFILES_DIR",
+                                         "RUNFILES_MANIFEST_FILE",
+                                         "JAVA_RUNFILES"};
 
 // bash, from certify's PATH (execve takes no search), else /bin/bash.
 std::string bashPath() {
@@ -117,8 +138,7 @@ ChildResult runChild(ChildSpec const& spec, std::function<void(std::string const
     for (char** e = environ; *e != nullptr; ++e) {
         std::string const kv = *e;
         size_t const eq = kv.find('=');
-        if (eq != std::string::npos &&
-            std::find(spec.unset.begin(), spec.unset.end(), kv.substr(0, eq)) == spec.unset.end()) {
+        if (eq != std::string::npos && std::find(kUnset.begin(), kUnset.end(), kv.substr(0, eq)) == kUnset.end()) {
             envStrings.push_back(kv);
         }
     }

@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -57,6 +59,20 @@ Arch parseArch(std::string const& tok) {
 }
 
 } // namespace
+
+int runCapture(std::string const& cmd, std::string& out, std::FILE* echo) {
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr)
+        return -1;
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, p) != nullptr) {
+        out += buf;
+        if (echo != nullptr)
+            std::fputs(buf, echo);
+    }
+    int const status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
 
 std::vector<std::string> splitArchList(std::string const& list) {
     std::vector<std::string> out;
@@ -202,7 +218,6 @@ std::vector<ContractSpec> parseContracts(bool stage) {
         ContractSpec c;
         c.number = std::stoi(f[1]);
         c.name = f[2];
-        c.levels = splitOn(f[3], ',');
         c.gpuBinary = f[4];
         std::string const base = f[4].substr(f[4].find('/') + 1);
         c.test = !stage && base.size() > 4 && base.compare(base.size() - 4, 4, "_gpu") == 0

@@ -1,6 +1,6 @@
 // Pure parts of the architecture certification tool (issue 7): the plan (contracts, per-property budgets,
 // seeds), the SASS decision, parsers of child outputs, progress formatting, verdicts and the certificate's
-// rendering. Nothing here touches a GPU or spawns a process, so //tools:certify_test runs it in CI.
+// rendering. Nothing here touches a GPU or spawns a process (but runCapture), so //tools:certify_test runs it in CI.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,6 +8,7 @@
 #include "tools/certify_sanitize.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -15,6 +16,19 @@
 
 namespace qsa {
 namespace certify {
+
+// "a, b, c": the strings of `items` (a vector or a set) with `sep` between them.
+template <typename Strings>
+std::string join(Strings const& items, char const* sep) {
+    std::string s;
+    for (std::string const& x : items)
+        s += (s.empty() ? "" : sep) + x;
+    return s;
+}
+
+// Runs shell command `cmd`: its stdout into `out` (each line also copied to `echo` when given); returns its exit
+// status (128 when it did not exit, -1 when it could not start).
+int runCapture(std::string const& cmd, std::string& out, std::FILE* echo = nullptr);
 
 // ---- devices and architectures --------------------------------------------------------------------
 
@@ -52,11 +66,10 @@ std::optional<DriverModule> parseNvidiaDriverVersion(std::string const& procText
 // ---- the plan -------------------------------------------------------------------------------------------
 
 struct ContractSpec {
-    int number;                      // contract section 7 number
-    std::string name;                // short name
-    std::string test;                // CPU property test target in //properties ("" for GPU-only stage tests)
-    std::string gpuBinary;           // workspace-relative GPU binary, e.g. "properties/layout_test_gpu"
-    std::vector<std::string> levels; // levels of its checks (contract section 8)
+    int number;            // contract section 7 number
+    std::string name;      // short name
+    std::string test;      // CPU property test target in //properties ("" for GPU-only stage tests)
+    std::string gpuBinary; // workspace-relative GPU binary, e.g. "properties/layout_test_gpu"
 };
 // The eight contracts of section 7, in order, then the stage properties: generated from
 // properties/contracts.bzl (THE contract list) at build time.

@@ -313,6 +313,7 @@ def test_all_pass_gives_a_passing_certificate(work):
         assert r.level(lv)["verdict"] == "PASS", (lv, r.cert["levels"], r)
         assert r.level(lv)["failing"] == [], (lv, r.cert["levels"])
         assert r.level(lv, "fast")["verdict"] == "NOT JUDGED", (lv, r.cert["levels"])  # QSA_PROFILE=ieee
+        assert r.level(lv, "none")["verdict"] == "PASS", (lv, r.cert["levels"])
     # Two GPUs: core none = 2 Layout + 1 Padding, core ieee = 2 properties + the exhaustive checks; hardened none =
     # 2 Padding, hardened ieee = 1 property; each on both GPUs.
     r.assert_summary(["certified: core (profiles none, ieee), hardened (profiles none, ieee)",
@@ -320,6 +321,7 @@ def test_all_pass_gives_a_passing_certificate(work):
                       "hardened: PASS (profile none 4/4, ieee 2/2 checks; fast not judged)",
                       "fixture replay: 4/4 fixture tests pass"])
     assert r.cert["certified"] == ["core", "hardened"], r.cert["certified"]
+    assert r.level("core")["judged_checks"] == 12, r.cert["levels"]
     expected = sorted(i for c in [1, 2, 3] for t in CONTRACT_BINARIES[c] for i in LISTED[t])
     for gi in (0, 1):
         gpu = r.gpu(gi)
@@ -346,10 +348,13 @@ def test_not_selected_is_not_judged_never_pass(work):
                                                  for i in LISTED[test]})
     fake_exhaustive(work.bindir, {"*": "mismatch"})
     r = work("--contracts=1,2,3", env={"QSA_LEVELS": "core", "QSA_PROFILE": "none"})
-    assert r.rc == 0, r
+    assert r.rc == 0 and r.cert["verdict"] == "PASS", r
     assert r.level("core")["verdict"] == "PASS", r.cert["levels"]
     assert r.level("hardened")["verdict"] == "NOT JUDGED", r.cert["levels"]
-    assert r.level("hardened")["not_judged"], r.cert["levels"]  # named, never passed
+    assert r.level("hardened")["certified"] is False, r.cert["levels"]
+    assert r.level("hardened")["not_judged"] == [  # named, never passed
+        "Padding.ContextLengthsOutsideRangeActClamped (GPU 0)", "Padding.InvalidDecodeRowsAreInert (GPU 0)",
+        "Differential.PrefillHostilePoolMatchesReference (GPU 0)"], r.cert["levels"]
     for lv in LEVELS:
         for prof in ["ieee", "fast"]:
             assert r.level(lv, prof)["verdict"] == "NOT JUDGED", (lv, prof, r.cert["levels"])
@@ -389,6 +394,7 @@ def test_fast_profile_is_judged_from_qsa_fast_lines(work):
                       "fixture replay: 2/2 fixture tests pass"])
     fast = r.level("core", "fast")
     assert fast["judged_checks"] == 1 and r.level("core")["fast"]["judged_elements"] == 1200000, r.cert["levels"]
+    assert "fast" not in r.level("hardened"), r.cert["levels"]  # no QSA_FAST line of its own
     assert r.properties()[FAST_ID]["verdict"] == "PASS", r.properties()
     assert r.properties()[FAST_ID]["fast"] == [FAST_LINE], r.properties()[FAST_ID]
     assert r.properties()[listed[0]]["verdict"] == "NOT_JUDGED", r.properties()
@@ -397,7 +403,7 @@ def test_fast_profile_is_judged_from_qsa_fast_lines(work):
     r = work("--contracts=1,2,3", env={"QSA_PROFILE": "fast"})
     assert_failed_overall(r)
     assert r.level("core", "fast")["verdict"] == "FAIL", r.cert["levels"]
-    assert failing(r, "core", "fast") == [FAST_ID], r.cert["levels"]
+    assert r.level("core", "fast")["failing"] == [FAST_ID + " passed without a QSA_FAST line (GPU 0)"], r.cert["levels"]
     assert r.cert["summary"][:2] == ["certified: hardened (profile none); not certified: core (1 check fails)",
                                      "core: FAIL (1 check: 1 profile fast; ieee not judged)"], r.cert["summary"]
 
@@ -532,29 +538,32 @@ def test_timed_out_property_is_a_failure(work):
 
 def test_replay_failed_skipped_and_not_run_tests(work):
     """The fixture replay: each failed fixture counts in the groups of the checks it names (Fixture.Layout
-    core, Fixture.Differential ieee, Fixture.InvalidDecodeRows hardened), a skipped fixture is NOT_JUDGED, a
-    NOTRUN one is no result; the suite FAILS."""
+    core, Fixture.Differential ieee, Fixture.InvalidDecodeRows hardened), a failed one that names no check in the
+    first selected level, profile none; a skipped fixture is NOT_JUDGED, a NOTRUN one is no result; the suite
+    FAILS."""
     all_pass(work.bindir, [2])
     bad = ("fixture bad\nQSA_CHECK_FAILED Fixture.Layout level=core profile=none contract=2 fixture=b\n"
            "QSA_CHECK_FAILED Fixture.Differential level=core profile=ieee contract=1 fixture=b\n")
     hard = "QSA_CHECK_FAILED Fixture.InvalidDecodeRows level=hardened profile=none contract=3 fixture=h\n"
     fake_replay(work.bindir, [("Replay", "a", "RUN", "COMPLETED", []), ("Replay", "b", "RUN", "COMPLETED", [bad]),
                               ("Replay", "h", "RUN", "COMPLETED", [hard]), ("Replay", "c", "RUN", "SKIPPED", []),
-                              ("Replay", "d", "NOTRUN", "SUPPRESSED", [])], 1)
+                              ("Replay", "d", "NOTRUN", "SUPPRESSED", []),
+                              ("Replay", "e", "RUN", "COMPLETED", ["fixture e: no check named"])], 1)
     r = work("--contracts=2")
     assert_failed_overall(r)
     s = r.suite("fixtures/replay_test")
     assert s["verdict"] == "FAIL", s
     tests = {t["id"]: t for t in s["tests"]}
     assert {i: t["verdict"] for i, t in tests.items()} == {
-        "Replay.a": "PASS", "Replay.b": "FAIL", "Replay.h": "FAIL", "Replay.c": "NOT_JUDGED"}, tests
-    assert failing(r, "core", "none") == ["Fixture.Layout"], r.cert["levels"]  # each where its check says
+        "Replay.a": "PASS", "Replay.b": "FAIL", "Replay.h": "FAIL", "Replay.c": "NOT_JUDGED", "Replay.e": "FAIL"}, tests
+    assert r.level("core", "none")["failing"] == [  # each where its check says
+        "Fixture.Layout in Replay.b (GPU 0)", "Replay.e (GPU 0)"], r.cert["levels"]
     assert failing(r, "core", "ieee") == ["Fixture.Differential"], r.cert["levels"]
-    assert failing(r, "hardened", "none") == ["Fixture.InvalidDecodeRows"], r.cert["levels"]
+    assert r.level("hardened", "none")["failing"] == ["Fixture.InvalidDecodeRows in Replay.h (GPU 0)"], r.cert["levels"]
     assert all(r.level(lv)["verdict"] == "FAIL" for lv in LEVELS), r.cert["levels"]
     assert all(r.level(lv, "fast")["verdict"] == "NOT JUDGED" for lv in LEVELS), r.cert["levels"]  # QSA_PROFILE=ieee
-    assert r.cert["fixture_replay"] == {"tests": 4, "passed": 1, "failed": 2, "not_judged": 1}, r.cert
-    assert r.cert["summary"][-1] == ("fixture replay: 1/3 fixture tests pass, 1 not judged (the checks they fail "
+    assert r.cert["fixture_replay"] == {"tests": 5, "passed": 1, "failed": 3, "not_judged": 1}, r.cert
+    assert r.cert["summary"][-1] == ("fixture replay: 1/4 fixture tests pass, 1 not judged (the checks they fail "
                                      "are counted in their levels above)"), r.cert["summary"]
 
 

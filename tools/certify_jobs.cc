@@ -57,21 +57,26 @@ ChildResult runGtestChild(Layout const& l, GpuRun const& run, Options const& o, 
                           fs::path const& exe, std::string const& rel, std::vector<std::string> args,
                           std::string const& rc, ChildFiles& f, double& secs) {
     f = {run.dir / "logs" / (tag + ".outputs"), run.dir / "logs" / (tag + ".log"), run.dir / "logs" / (tag + ".json")};
-    ChildSpec spec;
-    launchSpec(l, exe, rel, spec);
-    spec.args = std::move(args);
-    spec.args.push_back("--gtest_output=json:" + f.gtestJson.string());
-    spec.args.push_back("--gtest_color=no");
-    spec.unset = kUnset;
-    spec.env = {{"CUDA_VISIBLE_DEVICES", run.gpu.visibleId},
-                {"RC_PARAMS", rc},
-                {"QSA_BUDGET_SCALE", std::to_string(budgetScale(o.scale))}};
+    args.push_back("--gtest_output=json:" + f.gtestJson.string());
+    args.push_back("--gtest_color=no");
+    ChildSpec spec = launchSpec(l, exe, rel, run.gpu.visibleId, std::move(args), o.childTimeout);
+    spec.env.insert({{"RC_PARAMS", rc}, {"QSA_BUDGET_SCALE", std::to_string(budgetScale(o.scale))}});
     spec.logPath = f.log.string();
-    spec.timeoutSeconds = o.childTimeout;
     auto const t0 = Clock::now();
     ChildResult r = runChild(spec, [](std::string const&) {});
     secs = secondsSince(t0);
     return r;
+}
+
+// What every gtest child's result records: its time, log, exit, QSA_COVERAGE and QSA_FAST lines (profile fast:
+// what it judged, section 9.2) and the fixtures it captured.
+json childFields(ChildResult const& r, ChildFiles const& f, double secs) {
+    return {{"seconds", secs},
+            {"log", f.log.string()},
+            {"exit", r.describe()},
+            {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")},
+            {"fast", linesStartingWith(r.output, "QSA_FAST ")},
+            {"fixtures", capturedFixtures(f.outputs)}};
 }
 
 // Failure messages as recorded: each cut at 4000 characters.
@@ -105,14 +110,9 @@ json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, 
     std::vector<std::string> const failures = found ? t->failures : std::vector<std::string>{};
     bool const pass = r.ok() && found && t->status == "PASS";
     json res = propertyStub(p, pass ? "PASS" : "FAIL");
+    res.update(childFields(r, f, secs));
     res.update({{"budget_scale", budgetScale(o.scale)},
                 {"cases_planned", p.cases ? json(*p.cases) : json()},
-                {"seconds", secs},
-                {"log", f.log.string()},
-                {"exit", r.describe()},
-                {"fixtures", capturedFixtures(f.outputs)},
-                {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")},
-                {"fast", linesStartingWith(r.output, "QSA_FAST ")}, // profile fast: what it judged (section 9.2)
                 {"failures", truncated(failures)}});
     if (!pass && failures.empty()) {
         res["failures"].push_back((found ? "" : "property did not run; ") + childError(r, ""));
@@ -170,16 +170,11 @@ json runSuite(Layout const& l, SuitePlan const& s, GpuRun& run, Options const& o
                          {"failed_checks", fc},
                          {"failures", truncated(t.failures)}});
     }
-    json res = {{"name", s.name},
+    json res = childFields(r, f, secs);
+    res.update({{"name", s.name},
                 {"binary", s.rel},
-                {"seconds", secs},
-                {"log", f.log.string()},
-                {"exit", r.describe()},
                 {"tests", tests},
-                {"not_judged_lines", linesStartingWith(r.output, "QSA_NOT_JUDGED ")},
-                {"coverage", linesStartingWith(r.output, "QSA_COVERAGE ")},
-                {"fast", linesStartingWith(r.output, "QSA_FAST ")},
-                {"fixtures", capturedFixtures(f.outputs)}};
+                {"not_judged_lines", linesStartingWith(r.output, "QSA_NOT_JUDGED ")}});
     if (tests.empty() || (!r.ok() && failed == 0)) {
         res["error"] = childError(r, tests.empty() ? ", no test results" : "");
     }
@@ -204,17 +199,13 @@ json runExhaustive(Layout const& l, GpuRun& run, Options const& o, int threads, 
     if (exe.empty()) {
         res = {{"error", "tools/exhaustive_primitives not found (runfiles, bundle or --bin-dir)"}};
     } else {
-        ChildSpec spec;
-        launchSpec(l, exe, "tools/exhaustive_primitives", spec);
-        spec.args = {"--threads=" + std::to_string(threads), "--json=" + out.string()};
+        std::vector<std::string> args = {"--threads=" + std::to_string(threads), "--json=" + out.string()};
         if (o.cpuDryRun) {
-            spec.args.push_back("--simulate");
-            spec.args.push_back("--stride-log2=16");
+            args.push_back("--simulate");
+            args.push_back("--stride-log2=16");
         }
-        spec.unset = kUnset;
-        spec.env = {{"CUDA_VISIBLE_DEVICES", run.gpu.visibleId}};
+        ChildSpec spec = launchSpec(l, exe, "tools/exhaustive_primitives", run.gpu.visibleId, args, o.childTimeout);
         spec.logPath = log.string();
-        spec.timeoutSeconds = o.childTimeout;
         std::error_code ec;
         fs::remove(out, ec);
         ChildResult const r = runChild(spec, [&](std::string const& line) {

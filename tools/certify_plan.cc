@@ -107,29 +107,14 @@ fs::path locate(Layout const& l, std::string const& rel) {
     return {};
 }
 
-std::vector<std::string> const kUnset = {"CUDA_VISIBLE_DEVICES",
-                                         "RC_PARAMS",
-                                         "TEST_UNDECLARED_OUTPUTS_DIR",
-                                         "TEST_TMPDIR",
-                                         "TEST_SHARD_INDEX",
-                                         "TEST_TOTAL_SHARDS",
-                                         "TEST_SHARD_STATUS_FILE",
-                                         "GTEST_SHARD_INDEX",
-                                         "GTEST_TOTAL_SHARDS",
-                                         "GTEST_OUTPUT",
-                                         "GTEST_FILTER",
-                                         "XML_OUTPUT_FILE",
-                                         "TEST_TARGET",
-                                         "TEST_PREMATURE_EXIT_FILE",
-                                         "TEST_SRCDIR",
-                                         "TEST_WORKSPACE",
-                                         "RUNFILES_DIR",
-                                         "RUNFILES_MANIFEST_FILE",
-                                         "JAVA_RUNFILES"};
-
-void launchSpec(Layout const& l, fs::path const& exe, std::string const& rel, ChildSpec& spec) {
+ChildSpec launchSpec(Layout const& l, fs::path const& exe, std::string const& rel, std::string const& visibleId,
+                     std::vector<std::string> args, double timeoutSeconds) {
+    ChildSpec spec;
     spec.engine = l.engine;
     spec.exe = exe.string();
+    spec.args = std::move(args);
+    spec.env = {{"CUDA_VISIBLE_DEVICES", visibleId}};
+    spec.timeoutSeconds = timeoutSeconds;
     std::error_code ec;
     fs::path root = exe.string() + ".runfiles";
     if (!fs::is_directory(root / "qsa_indexer", ec)) {
@@ -140,6 +125,7 @@ void launchSpec(Layout const& l, fs::path const& exe, std::string const& rel, Ch
         spec.declaredEnvFile = (l.bundleRoot / "ENV").string();
         spec.declaredEnvPath = rel;
     }
+    return spec;
 }
 
 // ---- the plan -----------------------------------------------------------------------------------------
@@ -210,13 +196,8 @@ int planProperties(Options const& o, Layout const& layout, std::string const& vi
                              layout.runfilesRoot.c_str(), layout.bundleRoot.c_str(), o.binDir.c_str());
                 return 2;
             }
-            ChildSpec list;
-            launchSpec(layout, cp.exe, cp.rel, list);
-            list.args = {"--gtest_list_tests"};
-            list.unset = kUnset;
-            list.env = {{"CUDA_VISIBLE_DEVICES", visibleId}};
-            list.timeoutSeconds = 120;
-            ChildResult const r = runChild(list, [](std::string const&) {});
+            ChildResult const r = runChild(launchSpec(layout, cp.exe, cp.rel, visibleId, {"--gtest_list_tests"}, 120),
+                                           [](auto const&) {});
             std::vector<std::string> const ids = parseGtestList(r.output);
             if (!r.ok() || ids.empty()) {
                 std::fprintf(stderr, "certify: listing the properties of %s failed (%s):\n%s\n", cp.rel.c_str(),

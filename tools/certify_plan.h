@@ -32,7 +32,6 @@ struct ChildSpec {
     std::string exe;
     std::vector<std::string> args;          // argv[1..]
     std::map<std::string, std::string> env; // set (or override) these
-    std::vector<std::string> unset;         // remove these from certify's environment
     std::string runfiles;                   // the child's runfiles tree ("": it runs in a fresh directory)
     std::string declaredEnvFile;            // a bundle's ENV file: the child's declared env (set last), or ""
     std::string declaredEnvPath;            // the child's bundle path in it, e.g. "properties/layout_test_gpu"
@@ -52,7 +51,8 @@ struct ChildResult {
     std::string describe() const; // "exit 0", "exit 1", "killed by signal 11 (...)", "timed out after ...", ...
 };
 
-// Runs the child to completion. onLine gets every complete output line (without its newline).
+// Runs the child to completion, with certify's environment less the variables of a `bazel test` / bundle run that
+// must not leak into a child. onLine gets every complete output line (without its newline).
 ChildResult runChild(ChildSpec const& spec, std::function<void(std::string const&)> const& onLine);
 
 // ---- the environment and the file system --------------------------------------------------------------
@@ -76,12 +76,11 @@ Layout findLayout(char const* argv0, std::string const& binDir);
 // A binary by its workspace-relative path (e.g. "properties/layout_test_gpu"); empty when nowhere.
 std::filesystem::path locate(Layout const& l, std::string const& rel);
 
-// Environment variables of a `bazel test` / bundle run that must not leak into a child.
-extern std::vector<std::string> const kUnset;
-
-// How the engine launches a child binary `exe` (workspace-relative `rel`): the engine, the runfiles (its own next
-// to it, else certify's) and, in a bundle, its declared env (the bundle's ENV file).
-void launchSpec(Layout const& l, std::filesystem::path const& exe, std::string const& rel, ChildSpec& spec);
+// How the engine launches a child binary `exe` (workspace-relative `rel`) with `args`, pinned to the GPU `visibleId`
+// (CUDA_VISIBLE_DEVICES) and killed after `timeoutSeconds`: the engine, the runfiles (its own next to it, else
+// certify's) and, in a bundle, its declared env (the bundle's ENV file).
+ChildSpec launchSpec(Layout const& l, std::filesystem::path const& exe, std::string const& rel,
+                     std::string const& visibleId, std::vector<std::string> args, double timeoutSeconds);
 
 // ---- the plan -----------------------------------------------------------------------------------------
 

@@ -177,9 +177,7 @@ std::string countFast(json& p, json const& lines, FastSums& sums, std::string co
 
 // "436.2M elements judged at eps_r 2^-21"
 std::string fastElements(FastSums const& f) {
-    std::string eps;
-    for (std::string const& e : f.epsR)
-        eps += (eps.empty() ? "" : ", ") + e;
+    std::string const eps = join(f.epsR, ", ");
     return shortCount(f.judgedElements) + " elements judged at eps_r " +
            (f.epsR.size() > 1 ? "mixed (" + eps + ")" : eps);
 }
@@ -296,9 +294,7 @@ LevelVerdict levelVerdict(std::string const& level, Tally& t, std::string const&
         if (!notJudged.empty())
             parts.push_back(notJudged + " not judged");
     }
-    std::string paren;
-    for (std::string const& p : parts)
-        paren += (paren.empty() ? "" : "; ") + p;
+    std::string const paren = join(parts, "; ");
     v.line = level + ": " + v.verdict + (paren.empty() ? "" : " (" + paren + ")");
     out = {{"verdict", v.verdict},    {"certified", v.verdict == "PASS"}, {"judged_checks", judged},
            {"passed_checks", passed}, {"failed_checks", failed},          {"profiles", profiles},
@@ -321,10 +317,7 @@ std::string certifiedAs(std::string const& level, std::map<std::string, Cell>& c
     for (char const* p : kProfiles)
         if (cells[p].judged > 0)
             ps.push_back(p);
-    std::string s;
-    for (std::string const& p : ps)
-        s += (s.empty() ? "" : ", ") + p;
-    return level + " (profile" + (ps.size() > 1 ? "s " : " ") + s + ")";
+    return level + " (profile" + (ps.size() > 1 ? "s " : " ") + join(ps, ", ") + ")";
 }
 
 } // namespace
@@ -418,14 +411,8 @@ void computeVerdicts(json& cert) {
         }
         all = all && v.verdict != "FAIL"; // e.g. the fast checks judged 0 elements
     }
-    auto join = [](std::vector<std::string> const& v) {
-        std::string s;
-        for (std::string const& x : v)
-            s += (s.empty() ? "" : ", ") + x;
-        return s;
-    };
-    std::string const first = "certified: " + (certified.empty() ? std::string("none") : join(certified)) +
-                              (notCertified.empty() ? "" : "; not certified: " + join(notCertified));
+    std::string const first = "certified: " + (certified.empty() ? std::string("none") : join(certified, ", ")) +
+                              (notCertified.empty() ? "" : "; not certified: " + join(notCertified, ", "));
     lines.insert(lines.begin(), first);
     if (t.replayTests > 0) {
         int64_t const failedReplay = t.replayTests - t.replayPassed - t.replayNotJudged;

@@ -24,20 +24,6 @@ std::string utcNow() {
 
 namespace {
 
-// The stdout of a shell command, nullopt when it cannot run or exits non-zero.
-std::optional<std::string> runCapture(std::string const& cmd) {
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) {
-        return std::nullopt;
-    }
-    std::string out;
-    char buf[256];
-    while (fgets(buf, sizeof(buf), p) != nullptr) {
-        out += buf;
-    }
-    return pclose(p) == 0 ? std::optional<std::string>(out) : std::nullopt;
-}
-
 // The kernel module behind the driver (contract of a certificate: name the driver it was made with). Without
 // /proc/driver/nvidia/version (no NVIDIA module, or a container without it) the release says why.
 DriverModule driverModule() {
@@ -48,15 +34,6 @@ DriverModule driverModule() {
     if (!m)
         return {"unknown (no NVRM version line with a release in /proc/driver/nvidia/version)", ""};
     return *m;
-}
-
-// "core,hardened": the levels QSA_LEVELS selected, as checks::parseSelection reads them back.
-std::string selectedLevels(checks::Selection const& sel) {
-    std::string l;
-    for (std::string const& v : sel.levels) {
-        l += (l.empty() ? "" : ",") + v;
-    }
-    return l;
 }
 
 // One GPU's part of the certificate: the device, its SASS decision, every property, suite and exhaustive result.
@@ -102,22 +79,17 @@ json gpuCertificate(GpuRun& run, Options const& o, Plan const& plan) {
         gj["exhaustive"] = {{"verdict", "NOT_JUDGED"}};
     }
     json coverage = json::array();
-    for (auto const& [id, r] : run.properties) {
-        for (char const* key : {"coverage", "fast"}) { // QSA_COVERAGE, then QSA_FAST (profile fast, section 9.2)
-            for (auto const& l : r.value(key, json::array())) {
+    auto addCoverage = [&](json const& r) {
+        for (char const* key : {"coverage", "fast"}) // QSA_COVERAGE, then QSA_FAST (profile fast, section 9.2)
+            for (auto const& l : r.value(key, json::array()))
                 coverage.push_back(l);
-            }
-        }
-    }
+    };
+    for (auto const& [id, r] : run.properties)
+        addCoverage(r);
     json sj = json::array();
     for (SuitePlan const& s : plan.suites) {
-        json const& r = run.suites[s.rel];
-        for (char const* key : {"coverage", "fast"}) {
-            for (auto const& l : r.value(key, json::array())) {
-                coverage.push_back(l);
-            }
-        }
-        sj.push_back(r);
+        addCoverage(run.suites[s.rel]);
+        sj.push_back(run.suites[s.rel]);
     }
     gj["suites"] = sj;
     gj["coverage"] = coverage;
@@ -131,12 +103,13 @@ json certificateOf(Options const& o, Plan const& plan, std::vector<GpuRun>& runs
     json cert;
     cert["format"] = "qsa-certificate/1";
     cert["dry_run"] = o.cpuDryRun;
+    std::string head; // `git rev-parse HEAD`, used only when it exits 0
+    char const* const ws = std::getenv("BUILD_WORKSPACE_DIRECTORY");
     CommitSource const commit = chooseCommit(
         std::getenv("QSA_GIT_COMMIT") ? std::optional<std::string>(std::getenv("QSA_GIT_COMMIT")) : std::nullopt,
         plan.layout.bundleRoot.empty() ? std::nullopt : readFile(plan.layout.bundleRoot / "COMMIT"),
-        std::getenv("BUILD_WORKSPACE_DIRECTORY")
-            ? runCapture("git -C '" + std::string(std::getenv("BUILD_WORKSPACE_DIRECTORY")) +
-                         "' rev-parse HEAD 2>/dev/null")
+        ws && runCapture("git -C '" + std::string(ws) + "' rev-parse HEAD 2>/dev/null", head) == 0
+            ? std::optional<std::string>(head)
             : std::nullopt);
     cert["git"] = {{"commit", commit.commit}, {"source", commit.source}};
     // A mutation-testing run (issue 8: --//kernels:enable_mutants=true and QSA_MUTANT=n) certifies a mutant, not
@@ -165,7 +138,7 @@ json certificateOf(Options const& o, Plan const& plan, std::vector<GpuRun>& runs
                       {"jobs_per_gpu", plan.jobsPerGpu},
                       {"time_limit_minutes", o.timeLimitMinutes},
                       {"budget_scale", budgetScale(o.scale)},
-                      {"levels", selectedLevels(plan.sel)},
+                      {"levels", join(plan.sel.levels, ",")}, // as checks::parseSelection reads them back
                       {"profile", plan.sel.profile},
                       {"impl", plan.implLabel}};
     // What was certified: the linked label, or (the kit) the library file itself, beside the GPU and driver.

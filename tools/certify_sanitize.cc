@@ -1,7 +1,7 @@
 // Certify's compute-sanitizer part (see certify_sanitize.h).
 #include "tools/certify_sanitize.h"
 
-#include <sys/wait.h>
+#include "tools/certify_core.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -83,25 +83,14 @@ json run(Options const& o, std::string const& bundleRoot, std::string const& log
     if (!std::filesystem::exists(script)) {
         return notRun("the bundle has no run_all.sh");
     }
-    std::string list;
-    for (std::string const& t : o.tools) {
-        list += (list.empty() ? "" : ",") + t;
-    }
-    std::string const cmd = "LOGDIR='" + logDir + "' '" + script.string() + "' --sanitize " + list + " -j " +
-                            std::to_string(o.jobs) + " 2>&1";
+    std::string const cmd = "LOGDIR='" + logDir + "' '" + script.string() + "' --sanitize " + join(o.tools, ",") +
+                            " -j " + std::to_string(o.jobs) + " 2>&1";
     std::fprintf(stderr, "certify: sanitizers: %s\n", cmd.c_str());
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) {
+    std::string out;
+    int const rc = runCapture(cmd, out, stderr); // live progress: one line per finished pair
+    if (rc < 0) {
         return notRun("could not start " + script.string());
     }
-    std::string out;
-    char buf[4096];
-    while (std::fgets(buf, sizeof buf, p) != nullptr) {
-        out += buf;
-        std::fputs(buf, stderr); // live progress: one line per finished pair
-    }
-    int const status = pclose(p);
-    int const rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
     if (rc == 2 && out.find("compute-sanitizer not found") != std::string::npos) {
         return notRun("compute-sanitizer not found on this host");
     }

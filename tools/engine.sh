@@ -25,6 +25,7 @@
 #   engine_falsified LOG        RapidCheck's "B,S (after N tests, M shrinks)" of the first falsified property,
 #                               "? (after ...)" when the case line names no shape (empty when nothing falsified)
 #   engine_declared_env ENV PATH  the KEY=VALUE lines of PATH in a bundle's ENV file (gpu_bundle.sh), one per line
+#   engine_wait_slot N          waits until fewer than N background jobs of the calling shell run (a pool of N)
 #
 # As a command (certify's children):
 #   bash engine.sh run [--declared ENV PATH] LOG TIMEOUT DIR [KEY=VALUE...] -- CMD...
@@ -103,6 +104,10 @@ engine_falsified() { # log
 engine_declared_env() { # env-file path
     [[ -f $1 ]] || return 0
     awk -v p="$2" '$1 == p { print $2 }' "$1"
+}
+
+engine_wait_slot() { # n
+    while (($(jobs -rp | wc -l) >= $1)); do wait -n; done
 }
 
 # ---- the command form (certify) -------------------------------------------------------------------------------

@@ -144,14 +144,9 @@ run_plain() { # path
 if [[ -z $sanitize ]]; then
     rm -rf "$logs/plain"
     mkdir -p "$logs/plain"
-    running=0
     for path in "${selected[@]}"; do
-        if ((running >= jobs)); then
-            wait -n
-            running=$((running - 1))
-        fi
+        engine_wait_slot "$jobs"
         run_plain "$path" &
-        running=$((running + 1))
     done
     wait
     total=${#selected[@]}
@@ -243,28 +238,30 @@ sanitize_budget() { # tool binary-path
 # Counts from a sanitizer log: "errors hazards summary_found" (hazards = racecheck errors + warnings, "-" for
 # the other tools, "?" when racecheck printed no RACECHECK SUMMARY).
 parse_summary() { # tool log
-    local tool=$1 log=$2 line e w n
+    local tool=$1 log=$2 line e w n h=-
+    n=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | tail -1 | awk '{print $3}')
     if [[ $tool == racecheck ]]; then
+        h="?"
         line=$(grep -E 'RACECHECK SUMMARY: [0-9]+ hazards? displayed' "$log" | tail -1)
         if [[ -n $line ]]; then
-            e=$(sed -E 's/.*\(([0-9]+) errors?, ([0-9]+) warnings?\).*/\1/' <<<"$line")
-            w=$(sed -E 's/.*\(([0-9]+) errors?, ([0-9]+) warnings?\).*/\2/' <<<"$line")
-            n=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | tail -1 | awk '{print $3}')
+            read -r e w < <(sed -E 's/.*\(([0-9]+) errors?, ([0-9]+) warnings?\).*/\1 \2/' <<<"$line")
             echo "$((e > ${n:-0} ? e : ${n:-0})) $((e + w)) 1"
             return
         fi
-        n=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | tail -1 | awk '{print $3}')
-        [[ -n $n ]] && echo "$n ? 1" || echo "? ? 0"
-        return
     fi
-    n=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | tail -1 | awk '{print $3}')
-    [[ -n $n ]] && echo "$n - 1" || echo "? - 0"
+    [[ -n $n ]] && echo "$n $h 1" || echo "? $h 0"
 }
 
 sanlogs="$logs/sanitize"
 results="$sanlogs/results.txt"
 mkdir -p "$sanlogs"
 : >"$results"
+
+# A pair's line, printed and appended to $results.
+pair_line() { # tool path errors hazards ms verdict-and-note
+    printf '%-9s %-48s errors=%-4s hazards=%-4s %6d.%01d s  %s\n' "$1" "$2" "$3" "$4" $(($5 / 1000)) $(($5 % 1000 / 100)) \
+        "$6" | tee -a "$results"
+}
 
 # One (tool, binary) pair; appends its line to $results and prints it.
 run_pair() { # tool path timeout
@@ -293,11 +290,7 @@ run_pair() { # tool path timeout
     # hazards: racecheck's errors + warnings; "-" for the other tools (they report no hazards).
     if [[ -z $note && $errors == 0 && ($hazards == 0 || $hazards == -) ]]; then verdict=PASS; else verdict=FAIL; fi
     [[ -z $note && $verdict == FAIL ]] && note="findings"
-    local line
-    line=$(printf '%-9s %-48s errors=%-4s hazards=%-4s %6d.%01d s  %s%s' "$tool" "$path" "$errors" "$hazards" \
-        $((ms / 1000)) $((ms % 1000 / 100)) "$verdict" "${note:+  ($note; log $log)}")
-    echo "$line"
-    echo "$line" >>"$results"
+    pair_line "$tool" "$path" "$errors" "$hazards" "$ms" "$verdict${note:+  ($note; log $log)}"
 }
 
 echo "run_all --sanitize $sanitize: ${#selected[@]} binaries x ${#tools[@]} tools, $jobs at a time," \
@@ -311,23 +304,15 @@ for t in "${tools[@]}"; do [[ $t != racecheck ]] && ordered_tools+=("$t"); done
 ordered_paths=()
 for p in "${selected[@]}"; do [[ $p == properties/* || $p == *pipeline* ]] && ordered_paths+=("$p"); done
 for p in "${selected[@]}"; do [[ $p == properties/* || $p == *pipeline* ]] || ordered_paths+=("$p"); done
-running=0
 for tool in "${ordered_tools[@]}"; do
     for path in "${ordered_paths[@]}"; do
-        if ((running >= jobs)); then
-            wait -n
-            running=$((running - 1))
-        fi
+        engine_wait_slot "$jobs"
         left=$((deadline - ($(date +%s) - start_all) - 5))
         if ((left < 20)); then
-            line=$(printf '%-9s %-48s errors=%-4s hazards=%-4s %6d.%01d s  %s' "$tool" "$path" "?" "?" 0 0 \
-                "FAIL  (not run: DEADLINE ${deadline} s reached)")
-            echo "$line"
-            echo "$line" >>"$results"
+            pair_line "$tool" "$path" "?" "?" 0 "FAIL  (not run: DEADLINE ${deadline} s reached)"
             continue
         fi
         run_pair "$tool" "$path" $((left < pair_timeout ? left : pair_timeout)) &
-        running=$((running + 1))
     done
 done
 wait

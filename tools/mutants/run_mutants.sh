@@ -93,32 +93,28 @@ cmd_build() {
     cd "$repo" || exit 2
     mkdir -p "$out"
     out=$(cd "$out" && pwd)
-    # gpu_bundle.sh calls plain `bazel`: give it our own output base (never block the others' server).
-    local wrap
-    wrap=$(mktemp -d)
-    cat >"$wrap/bazel" <<WRAP
-#!/usr/bin/env bash
-exec /usr/bin/bazel --output_base=${BAZEL_OUTPUT_BASE:-/root/.cache/bazel_mut} "\$@"
-WRAP
-    chmod +x "$wrap/bazel"
+    # Our own output base, here and in gpu_bundle.sh (never block the others' server).
+    export BAZEL_STARTUP_OPTS="--output_base=${BAZEL_OUTPUT_BASE:-/root/.cache/bazel_mut} ${BAZEL_STARTUP_OPTS:-}"
+    # shellcheck disable=SC2086
+    bazel() { command bazel $BAZEL_STARTUP_OPTS "$@"; }
     local full="$out/.full" b
     rm -rf "$full"
-    PATH="$wrap:$PATH" bazel build --//kernels:enable_mutants=true //properties:contracts_tsv || die "bazel build failed"
+    bazel build --//kernels:enable_mutants=true //properties:contracts_tsv || die "bazel build failed"
     local tsv
-    tsv="$(PATH="$wrap:$PATH" bazel info --//kernels:enable_mutants=true bazel-bin 2>/dev/null)/properties/contracts.tsv"
+    tsv="$(bazel info --//kernels:enable_mutants=true bazel-bin 2>/dev/null)/properties/contracts.tsv"
     mapfile -t PROPS_ORDER < <(props_order "$tsv" contract)
     mapfile -t STAGE_PROPS_ORDER < <(props_order "$tsv" stage)
     ((${#PROPS_ORDER[@]} > 0)) || die "no property binaries in $tsv"
     # MUT_DIRECT=1 skips gpu_bundle.sh (which also builds every gpu tool of the repo) and builds only the suite.
-    if [[ ${MUT_DIRECT:-0} == 1 ]] || ! PATH="$wrap:$PATH" tools/gpu_bundle.sh "$full" --//kernels:enable_mutants=true; then
+    if [[ ${MUT_DIRECT:-0} == 1 ]] || ! tools/gpu_bundle.sh "$full" --//kernels:enable_mutants=true; then
         # gpu_bundle.sh builds every gpu target of the repo; one broken unrelated target (a tool, a fixture
         # test) must not block mutation testing: build just the suite's targets the same way.
         echo "run_mutants: gpu_bundle.sh failed; building only the suite's $((${#STAGE_ORDER[@]} + ${#STAGE_PROPS_ORDER[@]} + ${#PROPS_ORDER[@]} + ${#PIPELINE_ORDER[@]})) targets" >&2
         local labels=()
         for b in "${STAGE_ORDER[@]}" "${STAGE_PROPS_ORDER[@]}" "${PROPS_ORDER[@]}" "${PIPELINE_ORDER[@]}"; do labels+=("//${b%%/*}:${b#*/}"); done
-        PATH="$wrap:$PATH" bazel build --//kernels:enable_mutants=true "${labels[@]}" || die "bazel build failed"
+        bazel build --//kernels:enable_mutants=true "${labels[@]}" || die "bazel build failed"
         local bin
-        bin=$(PATH="$wrap:$PATH" bazel info --//kernels:enable_mutants=true bazel-bin 2>/dev/null)
+        bin=$(bazel info --//kernels:enable_mutants=true bazel-bin 2>/dev/null)
         for b in "${STAGE_ORDER[@]}" "${STAGE_PROPS_ORDER[@]}" "${PROPS_ORDER[@]}" "${PIPELINE_ORDER[@]}"; do
             mkdir -p "$full/tests/$(dirname "$b")"
             cp -f "$bin/$b" "$full/tests/$b"
@@ -140,9 +136,9 @@ WRAP
     local fastflags=(--//kernels:enable_mutants=true --//api:impl=//kernels:qsa_kernels_fast) labels=()
     for b in "${STAGE_PROPS_ORDER[@]}"; do labels+=("//${b%%/*}:$(fast_twin "${b#*/}")"); done
     for b in "${PROPS_ORDER[@]}"; do labels+=("//${b%%/*}:${b#*/}"); done
-    PATH="$wrap:$PATH" bazel build "${fastflags[@]}" "${labels[@]}" || die "bazel build of the fast pass failed"
+    bazel build "${fastflags[@]}" "${labels[@]}" || die "bazel build of the fast pass failed"
     local fbin src
-    fbin=$(PATH="$wrap:$PATH" bazel info "${fastflags[@]}" bazel-bin 2>/dev/null)
+    fbin=$(bazel info "${fastflags[@]}" bazel-bin 2>/dev/null)
     rm -rf "$out/bin_fast"
     mkdir -p "$out/bin_fast"
     for b in "${STAGE_PROPS_ORDER[@]}" "${PROPS_ORDER[@]}"; do
@@ -170,8 +166,8 @@ WRAP
 # ---------------------------------------------------------------------------------------------------------
 # One pass: binaries of `order` in turn with QSA_MUTANT=id until one fails. Writes LOG/<id>.<pass>.result:
 #   id<TAB>pass<TAB>status(killed|survived|passed|failed|deadline)<TAB>binary<TAB>test<TAB>seconds<TAB>shrunk
-run_pass() {
-    local bundle=$1 logs=$2 id=$3 pass=$4
+run_pass() { # bin-dir logs id pass order...
+    local bindir=$1 logs=$2 id=$3 pass=$4
     shift 4
     local dir="$logs/m$id.$pass"
     mkdir -p "$dir"
@@ -189,7 +185,7 @@ run_pass() {
         # The stripped binaries have no runfiles: the engine runs them in a fresh directory. Captured fixtures
         # are not kept (the log names the failing case and its seed).
         local ENGINE_ENV=("QSA_MUTANT=$id" GTEST_FAIL_FAST=1) ENGINE_KEEP_OUTPUTS=0
-        engine_run "$log" "$budget" "" "${MUT_BIN_DIR:-$bundle/bin}/${b//\//__}"
+        engine_run "$log" "$budget" "" "$bindir/${b//\//__}"
         rc=$?
         echo "rc=$rc" >>"$log"
         if ((rc != 0)); then
@@ -259,28 +255,38 @@ cmd_run() {
     BIN_TIMEOUT=${BIN_TIMEOUT:-100}
     END_AT=$(($(date +%s) + ${DEADLINE:-480}))
     FAST_SCALE=${FAST_SCALE:-0.25}
-    export BIN_TIMEOUT END_AT FAST_SCALE
-    local passes=(${PASSES:-full props fast})
-    if [[ " ${passes[*]} " == *" fast "* && ! -d $bundle/bin_fast ]]; then
+    local passes=(${PASSES:-full props fast}) fast=0 fast_note="" id p noshrink="${RC_PARAMS:+$RC_PARAMS }noshrink=1"
+    [[ " ${passes[*]} " == *" fast "* ]] && fast=1
+    if ((fast)) && [[ ! -d $bundle/bin_fast ]]; then
         echo "run_mutants: the bundle has no bin_fast (built before the fast pass): pass fast dropped" >&2
         local keep=()
         for p in "${passes[@]}"; do [[ $p == fast ]] || keep+=("$p"); done
-        passes=("${keep[@]}")
+        passes=("${keep[@]}") fast=0
     fi
-    local fast_note=""
-    [[ " ${passes[*]} " == *" fast "* ]] && fast_note=" FAST_SCALE=$FAST_SCALE"
+    ((fast)) && fast_note=" FAST_SCALE=$FAST_SCALE"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
     echo "run_mutants: bundle $(head -c 12 "$bundle/COMMIT"), ${#ids[@]} mutants + control, passes: ${passes[*]}," \
         "JOBS=$JOBS BIN_TIMEOUT=$BIN_TIMEOUT DEADLINE=${DEADLINE:-480}${fast_note:-}"
-    # Job list: the control first, one job per binary (it must run everything: in parallel), then every
+    if ((fast)); then
+        for b in "${PROPS_ORDER[@]}"; do
+            [[ -x $bundle/bin_fast/${b//\//__} ]] || die "$bundle/bin_fast lacks $b (rebuild with run_mutants.sh build)"
+        done
+    fi
+    # One pass in the background, JOBS at a time.
+    launch() { # bin-dir id pass binaries...
+        engine_wait_slot "$JOBS"
+        run_pass "$1" "$logs" "${@:2}" &
+    }
+    # Contract section 9: the fast-math build, judged under profile fast, without shrinking.
+    launch_fast() { # id pass binaries...
+        QSA_PROFILE=fast QSA_BUDGET_SCALE=$FAST_SCALE RC_PARAMS=$noshrink launch "$bundle/bin_fast" "$@"
+    }
+    # Jobs in order: the control first, one job per binary (it must run everything: in parallel), then every
     # mutant's passes.
-    local jobs=() id p
     # CONTROL_ONLY="bin ..." limits the control to those binaries (a re-run of a few mutants).
     for b in "${STAGE_ORDER[@]}" "${STAGE_PROPS_ORDER[@]}" "${PROPS_ORDER[@]}" "${PIPELINE_ORDER[@]}"; do
-        [[ -z ${CONTROL_ONLY:-} || " $CONTROL_ONLY " == *" $b "* ]] && jobs+=("0 ctl $b")
+        [[ -z ${CONTROL_ONLY:-} || " $CONTROL_ONLY " == *" $b "* ]] && launch "$bundle/bin" 0 "ctl-${b##*/}" "$b"
     done
-    local fast=0
-    [[ " ${passes[*]} " == *" fast "* ]] && fast=1
     # The fast build's control: every property binary must pass under QSA_PROFILE=fast (no false alarm).
     # The fast pass's binaries: the stage properties' fast twins when the bundle has them (older bundles: not),
     # then the contract property binaries.
@@ -289,39 +295,25 @@ cmd_run() {
     fast_order+=("${PROPS_ORDER[@]}")
     if ((fast)); then
         for b in "${fast_order[@]}"; do
-            [[ -z ${CONTROL_ONLY:-} || " $CONTROL_ONLY " == *" $b "* ]] && jobs+=("0 ctlfast $b")
+            [[ -z ${CONTROL_ONLY:-} || " $CONTROL_ONLY " == *" $b "* ]] && launch_fast 0 "ctlfast-${b##*/}" "$b"
         done
         # Longest first: a rounding mutant must survive every property binary (the whole chain), so its fast
         # pass is among the longest jobs; start those before the others.
         for id in "${ids[@]}"; do
-            [[ $(mutant_class "$bundle/catalog.tsv" "$id") == rounding:* ]] && jobs+=("$id fast")
+            [[ $(mutant_class "$bundle/catalog.tsv" "$id") == rounding:* ]] && launch_fast "$id" fast "${fast_order[@]}"
         done
     fi
     for id in "${ids[@]}"; do
         for p in "${passes[@]}"; do
-            [[ $p == fast && $(mutant_class "$bundle/catalog.tsv" "$id") == rounding:* ]] && continue
-            jobs+=("$id $p")
+            case $p in
+            fast) [[ $(mutant_class "$bundle/catalog.tsv" "$id") == rounding:* ]] || launch_fast "$id" fast "${fast_order[@]}" ;;
+            full) launch "$bundle/bin" "$id" full "${STAGE_ORDER[@]}" "${STAGE_PROPS_ORDER[@]}" "${PROPS_ORDER[@]}" \
+                "${PIPELINE_ORDER[@]}" ;;
+            *) RC_PARAMS=$noshrink launch "$bundle/bin" "$id" "$p" "${PROPS_ORDER[@]}" ;;
+            esac
         done
     done
-    export -f run_pass engine_run engine_outcome engine_first_failed engine_falsified
-    export STAGE_LIST="${STAGE_ORDER[*]} ${STAGE_PROPS_ORDER[*]}" PROPS_LIST="${PROPS_ORDER[*]}" PIPE_LIST="${PIPELINE_ORDER[*]}"
-    export FAST_LIST="${fast_order[*]}"
-    if ((fast)); then
-        for b in "${PROPS_ORDER[@]}"; do
-            [[ -x $bundle/bin_fast/${b//\//__} ]] || die "$bundle/bin_fast lacks $b (rebuild with run_mutants.sh build)"
-        done
-    fi
-    printf '%s\n' "${jobs[@]}" | xargs -P "$JOBS" -L 1 bash -c '
-        id=$0; pass=$1; export MUT_BIN_DIR="'"$bundle"'/bin"
-        if [[ $pass == ctl ]]; then order=($2); pass=ctl-$(basename $2);
-        elif [[ $pass == ctlfast || $pass == fast ]]; then
-            # Contract section 9: the fast-math build, judged under profile fast, without shrinking.
-            [[ $pass == ctlfast ]] && { order=($2); pass=ctlfast-$(basename $2); } || order=($FAST_LIST)
-            export MUT_BIN_DIR="'"$bundle"'/bin_fast" QSA_PROFILE=fast QSA_BUDGET_SCALE=$FAST_SCALE
-            export RC_PARAMS="${RC_PARAMS:+$RC_PARAMS }noshrink=1"
-        elif [[ $pass == full ]]; then order=($STAGE_LIST $PROPS_LIST $PIPE_LIST);
-        else order=($PROPS_LIST); export RC_PARAMS="${RC_PARAMS:+$RC_PARAMS }noshrink=1"; fi
-        run_pass "'"$bundle"'" "'"$logs"'" "$id" "$pass" "${order[@]}"'
+    wait
     cmd_matrix "$logs" "$bundle/catalog.tsv"
 }
 
