@@ -82,24 +82,17 @@ void scoreSelectExpand(DType dt, int32_t seqLen, int32_t ctx, std::vector<int32_
     parallelFor(numPanels, numThreads, 1, [&](int64_t pi) {
         int64_t const i0 = pi * kPanel;
         int const n = static_cast<int>(std::min<int64_t>(kPanel, static_cast<int64_t>(ts.size()) - i0));
-        std::vector<float> qf(static_cast<size_t>(n) * 512, 0.0f);
         std::vector<float> lg(static_cast<size_t>(n) * mb);
-        float const* qp[kPanel];
+        uint16_t const* qp[kPanel];
         float* lp[kPanel];
         int32_t nVis[kPanel];
         for (int i = 0; i < n; ++i) {
             int32_t const t = ts[i0 + i];
             nVis[i] = t < ctx ? (t + 1) / 4 : 0;
-            if (nVis[i] > 0) {
-                uint16_t const* q = qRow(i0 + i);
-                for (int e = 0; e < 512; ++e) {
-                    qf[i * 512 + e] = toFloat(dt, q[e]); // K2 reads the T-rounded qNormed
-                }
-            }
-            qp[i] = qf.data() + i * 512;
+            qp[i] = qRow(i0 + i); // not read for a padded row
             lp[i] = lg.data() + static_cast<size_t>(i) * mb;
         }
-        scoreRows(qp, nVis, n, tiles, mb, lp);
+        scoreRows(dt, qp, nVis, n, tiles, mb, lp);
         int32_t sel[kBlockTopK];
         for (int i = 0; i < n; ++i) {
             int32_t const t = ts[i0 + i];

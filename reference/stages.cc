@@ -234,21 +234,17 @@ void scores(DType dt, float* logits, uint16_t const* qNormed, uint16_t const* kb
         int const n = static_cast<int>(panelStart[pi + 1] - r0);
         int32_t const b = static_cast<int32_t>(r0 / seqLen);
         int32_t const ctx = clampCtx(contextLengths[b], seqLen);
-        std::vector<float> qf(static_cast<size_t>(n) * 512, 0.0f);
-        float const* qp[kPanel];
+        uint16_t const* qp[kPanel];
         int32_t nVis[kPanel];
         float* out[kPanel];
         for (int i = 0; i < n; ++i) {
             int64_t const r = r0 + i;
             int32_t const t = static_cast<int32_t>(r % seqLen);
             nVis[i] = t < ctx ? (t + 1) / 4 : 0; // padded rows: nothing visible, read nothing
-            for (int e = 0; e < 512 && nVis[i] > 0; ++e) {
-                qf[i * 512 + e] = toFloat(dt, qNormed[r * 512 + e]);
-            }
-            qp[i] = qf.data() + i * 512;
+            qp[i] = qNormed + r * 512;
             out[i] = logits + (r - rowBegin) * mb;
         }
-        scoreRows(qp, nVis, n, tiles[b], mb, out);
+        scoreRows(dt, qp, nVis, n, tiles[b], mb, out);
     });
 }
 
