@@ -260,7 +260,7 @@ int cmdReplay(std::string const& impl, std::vector<std::string> const& given, bo
         }
         regions[d] = f.regions.value_or(std::vector<std::string>{});
         // Profile fast adds check Fixture.DifferentialFast (E1-E5 from the inputs); otherwise this is replay().
-        ReplayResult r = replayFast(f, fn, sel);
+        ReplayResult r = replay(f, fn, sel, compareOutputsFast);
         if (!r.anyJudged) {
             ++notJudged;
             std::cout << "NOT_JUDGED " << d << " (inputs level " << r.inputLevel << ")\n";
