@@ -52,10 +52,6 @@ size_t alignUp(size_t x) {
     return (x + 127) / 128 * 128;
 }
 
-int32_t numBlocksOf(int32_t seqLen) {
-    return (seqLen + 3) / 4;
-}
-
 void checkPrefillCase(char const* fn, PrefillCase const& c) {
     checkPositive(fn, "batchSize", c.batchSize);
     checkPositive(fn, "seqLen", c.seqLen);
@@ -77,7 +73,7 @@ template <typename QRow, typename OutRow, typename LogitsRow>
 void scoreSelectExpand(DType dt, int32_t seqLen, int32_t ctx, std::vector<int32_t> const& ts, KbarTiles const& tiles,
                        int numThreads, QRow const& qRow, OutRow const& outRow, LogitsRow const& logitsRow) {
     constexpr int kPanel = 32;
-    int32_t const mb = numBlocksOf(seqLen);
+    int32_t const mb = numBlocks(seqLen);
     int64_t const numPanels = (static_cast<int64_t>(ts.size()) + kPanel - 1) / kPanel;
     parallelFor(numPanels, numThreads, 1, [&](int64_t pi) {
         int64_t const i0 = pi * kPanel;
@@ -118,7 +114,7 @@ PrefillResult runPrefill(PrefillCase const& c, int numThreads) {
     checkPrefillCase(fn, c);
     int32_t const B = c.batchSize;
     int32_t const S = c.seqLen;
-    int32_t const mb = numBlocksOf(S);
+    int32_t const mb = numBlocks(S);
     int64_t const rows = static_cast<int64_t>(B) * S;
     PrefillResult res;
     res.outIdx.assign(static_cast<size_t>(rows) * kIndexWidth, -1);
@@ -256,7 +252,7 @@ DecodeResult runDecode(DecodeCase const& c, int numThreads) {
 
 int64_t prefillChunkRows(int32_t batchSize, int32_t seqLen) {
     checkPositive("prefillChunkRows", "batchSize", batchSize, "seqLen", seqLen);
-    int64_t const mb = numBlocksOf(seqLen);
+    int64_t const mb = numBlocks(seqLen);
     // Rc = min(B*S, max(8388608 / MB, 256)), integer division.
     return std::min<int64_t>(static_cast<int64_t>(batchSize) * seqLen, std::max<int64_t>(8388608 / mb, 256));
 }
@@ -265,7 +261,7 @@ PrefillWorkspaceLayout prefillWorkspaceLayout(int32_t batchSize, int32_t seqLen)
     checkPositive("prefillWorkspaceLayout", "batchSize", batchSize, "seqLen", seqLen);
     size_t const B = static_cast<size_t>(batchSize);
     size_t const S = static_cast<size_t>(seqLen);
-    size_t const mb = static_cast<size_t>(numBlocksOf(seqLen));
+    size_t const mb = static_cast<size_t>(numBlocks(seqLen));
     size_t const tBytes = 2; // half and bf16 are both 2 bytes
     // Sort slots: min(B*S*MB, max(8388608, 256*MB)) elements each.
     size_t const sortElems = std::min(B * S * mb, std::max<size_t>(8388608, 256 * mb));

@@ -22,6 +22,11 @@ constexpr int32_t kQkWidth = 640;
 constexpr int32_t kRotaryDim = 64;
 constexpr int32_t kTokensPerPage = 128;
 
+// MB: the blocks of 4 tokens of a sequence of seqLen tokens, the last one partial (ceil(seqLen / 4)).
+constexpr int64_t numBlocks(int64_t seqLen) {
+    return (seqLen + 3) / 4;
+}
+
 // Paged pool geometry (contract section 2, QsaIndexerPoolState without the pointers).
 struct PoolDims {
     int32_t numPages = 0;

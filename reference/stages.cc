@@ -74,10 +74,6 @@ void requireRows(char const* fn, int32_t batchSize, int32_t seqLen, int32_t rowB
     requireRange(fn, "rowBegin", 0, rowBegin, rowEnd);
 }
 
-int32_t ceilDiv4(int32_t x) {
-    return (x + 3) / 4;
-}
-
 } // namespace
 
 void qPrep(DType dt, uint16_t* qNormed, uint16_t const* indexQk, float const* cosSin, int32_t const* contextLengths,
@@ -204,7 +200,7 @@ void scores(DType dt, float* logits, uint16_t const* qNormed, uint16_t const* kb
     requireArgs(fn, {{"logits", logits}, {"qNormed", qNormed}, {"kbar", kbar}, {"contextLengths", contextLengths}},
                 {{"batchSize", batchSize}, {"seqLen", seqLen}});
     requireRows(fn, batchSize, seqLen, rowBegin, rowEnd);
-    int32_t const mb = ceilDiv4(seqLen);
+    int32_t const mb = numBlocks(seqLen);
     // Per sequence touched: tiles of the blocks any of its rows in range can see.
     std::vector<KbarTiles> tiles(static_cast<size_t>(batchSize));
     for (int32_t b = 0; b < batchSize; ++b) {
@@ -273,7 +269,7 @@ void expand(int32_t* outIdx, int32_t const* sortedIds, int32_t const* contextLen
     requireArgs(fn, {{"outIdx", outIdx}, {"sortedIds", sortedIds}, {"contextLengths", contextLengths}},
                 {{"batchSize", batchSize}, {"seqLen", seqLen}});
     requireRows(fn, batchSize, seqLen, rowBegin, rowEnd);
-    int32_t const mb = ceilDiv4(seqLen);
+    int32_t const mb = numBlocks(seqLen);
     for (int64_t r = rowBegin; r < rowEnd; ++r) {
         int32_t const b = static_cast<int32_t>(r / seqLen);
         int32_t const t = static_cast<int32_t>(r % seqLen);
