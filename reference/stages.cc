@@ -8,7 +8,6 @@
 #include "reference/rowops.h"
 
 #include <algorithm>
-#include <cfloat>
 #include <initializer_list>
 #include <numeric>
 #include <stdexcept>
