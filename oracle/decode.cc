@@ -27,10 +27,8 @@ uint16_t const* qkRow(DecodeIo const& io, int32_t b) {
 // verbatim, kbar to the V-tail of token 4g; the completing token's own raw k is NOT stored.
 void b1Prep(DecodeIo const& io, DecodeSlots const& ws) {
     float wq[kDim], wk[kDim];
-    for (int d = 0; d < kDim; ++d) {
-        wq[d] = fromT(io.act, io.wQ[d]);
-        wk[d] = fromT(io.act, io.wK[d]);
-    }
+    gammaOf(io.act, io.wQ, wq);
+    gammaOf(io.act, io.wK, wk);
     int32_t maxCtx = 0; // Plant 10 only
     for (int32_t b = 0; b < io.B; ++b)
         maxCtx = std::max(maxCtx, io.contextLengths[b]);
@@ -56,11 +54,9 @@ void b1Prep(DecodeIo const& io, DecodeSlots const& ws) {
             for (int d = 0; d < kDim; ++d)
                 x[d] = fromT(io.act, qkRow(io, b)[kDim * h + d]);
             float const* row = io.cosSin + qPos * kCosSinWidth;
-            if constexpr (kFast) // section 9.1: decode's legal arithmetic (not prefill's), the rsqrt side by (pos, h)
-                fast::normRope(io.act, x, wq, row, io.rmsEps, q + h * kDim, fast::Flavor::kDecode,
-                               fast::rsqrtSide(qPos + h, fast::Flavor::kDecode));
-            else // Plant 15: the q sum of squares' fma chain run from x[4l+3] (kernel mutant 31).
-                normRope(io.act, x, wq, row, io.rmsEps, q + h * kDim, kPlant == 15);
+            // section 9.1: decode's legal arithmetic (not prefill's), the rsqrt side by (pos, h). Plant 15 (section 4
+            // only): the q sum of squares' fma chain run from x[4l+3] (kernel mutant 31).
+            normRopeOf(io.act, x, wq, row, io.rmsEps, q + h * kDim, fast::Flavor::kDecode, qPos + h, kPlant == 15);
         }
         uint16_t const* newK = qkRow(io, b) + kRawKCol;
         if (ctx % 4 != 0) {
@@ -89,11 +85,8 @@ void b1Prep(DecodeIo const& io, DecodeSlots const& ws) {
         uint16_t kbar[kDim];
         int64_t const kPos = kPlant == 25 ? 4 * g + 3 : 4 * g; // Plant 25: the rope at 4g + 3 (K1b too)
         float const* row = io.cosSin + kPos * kCosSinWidth;
-        if constexpr (kFast) // section 9.1: decode's legal arithmetic, the rsqrt side by g (the other one)
-            fast::normRope(io.act, m, wk, row, io.rmsEps, kbar, fast::Flavor::kDecode,
-                           fast::rsqrtSide(g, fast::Flavor::kDecode));
-        else
-            normRope(io.act, m, wk, row, io.rmsEps, kbar);
+        // section 9.1: decode's legal arithmetic, the rsqrt side by g (the other one)
+        normRopeOf(io.act, m, wk, row, io.rmsEps, kbar, fast::Flavor::kDecode, g);
         writeTail(io.pool, b, Plane::kV, 4 * g, kbar);
     }
 }

@@ -6,7 +6,6 @@
 #include "oracle/fast.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "oracle/plants.h"
 

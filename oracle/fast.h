@@ -63,5 +63,15 @@ void normRope(Act a, float const x[kDim], float const w[kDim], float const* cosS
 float logit(float const q[kHeads * kDim], float const kbar[kDim], Flavor f);
 
 } // namespace fast
+
+// The pipelines' normRope: section 4's (reversedSumSq: plant 15 only) or, in //oracle:oracle_fast, section 9.1's
+// legal arithmetic of flavor f with the rsqrt side by `key` (fast::rsqrtSide).
+inline void normRopeOf(Act a, float const x[kDim], float const w[kDim], float const* cosSinRow, float rmsEps,
+                       uint16_t out[kDim], fast::Flavor f, int64_t key, bool reversedSumSq = false) {
+    if constexpr (kFast)
+        fast::normRope(a, x, w, cosSinRow, rmsEps, out, f, fast::rsqrtSide(key, f));
+    else
+        normRope(a, x, w, cosSinRow, rmsEps, out, reversedSumSq);
+}
 } // namespace oracle
 } // namespace qsa

@@ -88,8 +88,6 @@ FAST_PLANTS = [
     struct(plant = 27, binary = "differential_test", filter = "Differential.PrefillWithinFastEnclosure", expect = ["QSA_CHECK_FAILED Differential.PrefillWithinFastEnclosure"], changes = "prefill.outIdx"),
 ]
 
-FAST_PLANT_TAGS = []
-
 # Which planted sources hold which plant sites (`kPlant == n` / `kPlant != n`): a plant copy compiles only these
 # with -DQSA_PLANT=n and links the plant-free objects of the others (one compile per file instead of four: the
 # plant copies were 115 of the README command's CPU-seconds). //oracle:plant_sites_test keeps this table and
@@ -149,14 +147,13 @@ def oracle_copy(name, plant = 0, fast = False, testonly = False):
         alwayslink = True,
     )
 
-def _expect_failure_test(test, lib, p, env = None, tags = None):
+def _expect_failure_test(test, lib, p, env = None):
     """The property binary of p linked against lib, and the sh_test `test` passing only when it fails as p says."""
     binary = test.replace("_test", "") + "_" + p.binary
     native.cc_binary(
         name = binary,
         testonly = True,
         linkstatic = True,
-        tags = tags,
         deps = [
             # do not sort: the property code before the backend and the implementation (as in //properties)
             "//properties:%s_lib" % p.binary,
@@ -165,9 +162,9 @@ def _expect_failure_test(test, lib, p, env = None, tags = None):
             ":" + lib,
         ],
     )
-    _expect_test(test, "expect_failure.sh", binary, [p.filter] + ["'%s'" % e for e in p.expect], env, tags)
+    _expect_test(test, "expect_failure.sh", binary, [p.filter] + ["'%s'" % e for e in p.expect], env)
 
-def _expect_test(name, script, binary, args, env = None, tags = None):
+def _expect_test(name, script, binary, args, env = None):
     """The sh_test `name`: script (expect_failure.sh / expect_pass.sh) on a property binary with args."""
     native.sh_test(
         name = name,
@@ -176,7 +173,6 @@ def _expect_test(name, script, binary, args, env = None, tags = None):
         args = ["$(location :%s)" % binary] + args,
         data = [":" + binary],
         env = env,
-        tags = tags,
     )
 
 def _fast_digest(name, lib):
@@ -223,10 +219,10 @@ def plant_tests(name = "plant_tests"):
     """Declares the plant copies of the oracle, their property binaries and expected-failure tests.
 
     Per PLANTS entry oracle_plant<n> and plant<n>_test; per FAST_PLANTS entry oracle_fast_plant<n> and
-    fast_plant<n>_test (QSA_PROFILE=fast, tags FAST_PLANT_TAGS); and fast_plants_test.
+    fast_plant<n>_test (QSA_PROFILE=fast); and fast_plants_test.
 
     Args:
-      name: the test_suite of every plant test (the fast ones once they are not manual).
+      name: the test_suite of every plant test.
     """
     tests = []
     for p in PLANTS:
@@ -245,9 +241,8 @@ def plant_tests(name = "plant_tests"):
         lib = "oracle_fast_plant%d" % p.plant
         oracle_copy(lib, plant = p.plant, fast = True, testonly = True)
         test = "fast_plant%d_test" % p.plant
-        _expect_failure_test(test, lib, p, env = {"QSA_PROFILE": "fast"}, tags = FAST_PLANT_TAGS)
-        if "manual" not in FAST_PLANT_TAGS:
-            tests.append(test)
+        _expect_failure_test(test, lib, p, env = {"QSA_PROFILE": "fast"})
+        tests.append(test)
     _fast_plants_test()
     tests.append("fast_plants_test")
     native.test_suite(

@@ -24,11 +24,6 @@ uint16_t const* qkRow(PrefillIo const& io, int32_t b, int64_t t) {
     return io.indexQk + (int64_t(b) * io.S + t) * kQkWidth;
 }
 
-void gammaOf(Act a, uint16_t const* w, float out[kDim]) {
-    for (int d = 0; d < kDim; ++d)
-        out[d] = fromT(a, w[d]);
-}
-
 // K1a: qNormed[b][t][h] = normRope(q head h of row (b, t), wQ, pos = t) for t < ctx[b]; rows t >= ctx[b]
 // are exact zeros and their input is never read.
 void k1aQPrep(PrefillIo const& io, PrefillSlots const& ws) {
@@ -48,11 +43,8 @@ void k1aQPrep(PrefillIo const& io, PrefillSlots const& ws) {
                 for (int d = 0; d < kDim; ++d)
                     x[d] = fromT(io.act, qkRow(io, b, t)[kDim * h + d]);
                 float const* row = io.cosSin + int64_t(t) * kCosSinWidth;
-                if constexpr (kFast) // section 9.1: prefill's legal arithmetic, the rsqrt side by (t, h)
-                    fast::normRope(io.act, x, w, row, io.rmsEps, q + h * kDim, fast::Flavor::kPrefill,
-                                   fast::rsqrtSide(t + h, fast::Flavor::kPrefill));
-                else
-                    normRope(io.act, x, w, row, io.rmsEps, q + h * kDim);
+                // section 9.1: prefill's legal arithmetic, the rsqrt side by (t, h)
+                normRopeOf(io.act, x, w, row, io.rmsEps, q + h * kDim, fast::Flavor::kPrefill, t + h);
             }
         }
     }
@@ -88,11 +80,8 @@ void k1bCompress(PrefillIo const& io, PrefillSlots const& ws) {
             }
             int64_t const pos = kPlant == 25 ? 4 * g + 3 : 4 * g; // Plant 25: the rope at 4g + 3 (B1 too)
             float const* row = io.cosSin + pos * kCosSinWidth;
-            if constexpr (kFast) // section 9.1: prefill's legal arithmetic, the rsqrt side by g
-                fast::normRope(io.act, m, w, row, io.rmsEps, kbar, fast::Flavor::kPrefill,
-                               fast::rsqrtSide(g, fast::Flavor::kPrefill));
-            else
-                normRope(io.act, m, w, row, io.rmsEps, kbar);
+            // section 9.1: prefill's legal arithmetic, the rsqrt side by g
+            normRopeOf(io.act, m, w, row, io.rmsEps, kbar, fast::Flavor::kPrefill, g);
             if (io.pool != nullptr)
                 writeTail(*io.pool, b, Plane::kV, 4 * g, kbar);
         }

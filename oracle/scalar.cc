@@ -7,10 +7,8 @@
 namespace qsa {
 namespace oracle {
 
-namespace {
-
 // The butterfly: for m in 16, 8, 4, 2, 1: p[l] = p[l] + p[l ^ m] for all l simultaneously; the answer is p[0].
-float butterfly(float const in[kLanes]) {
+float warpSum(float const in[kLanes]) {
     float p[kLanes];
     for (int l = 0; l < kLanes; ++l)
         p[l] = in[l];
@@ -24,13 +22,14 @@ float butterfly(float const in[kLanes]) {
     return p[0];
 }
 
+namespace {
+
 // The same butterfly restricted to the additions that lane 0's answer depends on: p[0] after round m = 1
 // reads lanes 0 and 1 after round 2, which read lanes 0..3 after round 4, ..., lanes 0..15 after round 16.
 // So in round m only lanes l < m are needed, and each computes exactly its butterfly sum p[l] + p[l ^ m]
-// = p[l] + p[l + m] (same operands, same order, same rounding): bit-identical to butterfly(), 31 additions
+// = p[l] + p[l + m] (same operands, same order, same rounding): bit-identical to warpSum(), 31 additions
 // instead of 160 (the oracle's hot loop; scalar_test compares the two). With GCC/Clang vector types the
 // rounds of 16 and 8 lanes are element-wise vector additions (each element one IEEE addition, as written).
-#if defined(__GNUC__)
 typedef float Lanes8 __attribute__((vector_size(32)));
 typedef float Lanes4 __attribute__((vector_size(16)));
 __attribute__((always_inline)) inline float butterflyLane0(float const in[kLanes]) {
@@ -45,24 +44,8 @@ __attribute__((always_inline)) inline float butterflyLane0(float const in[kLanes
     float const r2lo = r4[0] + r4[2], r2hi = r4[1] + r4[3];                                    // m = 2: lanes 0, 1
     return r2lo + r2hi;                                                                        // m = 1: lane 0
 }
-#else
-inline float butterflyLane0(float const in[kLanes]) {
-    float p[kLanes];
-    for (int l = 0; l < kLanes; ++l)
-        p[l] = in[l];
-    for (int m = 16; m >= 1; m /= 2) {
-        for (int l = 0; l < m; ++l)
-            p[l] = p[l] + p[l + m]; // lane l < m reads lane l + m = l ^ m of the previous round
-    }
-    return p[0];
-}
-#endif
 
 } // namespace
-
-float warpSum(float const in[kLanes]) {
-    return butterfly(in);
-}
 
 void normRope(Act a, float const x[kDim], float const w[kDim], float const* cosSinRow, float rmsEps, uint16_t out[kDim],
               bool reversedSumSq) {

@@ -28,6 +28,11 @@ enum class Act { kHalf, kBf16 };
 inline float fromT(Act a, uint16_t bits) {
     return a == Act::kHalf ? ref::halfToFloat(bits) : ref::bf16ToFloat(bits);
 }
+// A gamma w (kDim T values) as floats.
+inline void gammaOf(Act a, uint16_t const* w, float out[kDim]) {
+    for (int d = 0; d < kDim; ++d)
+        out[d] = fromT(a, w[d]);
+}
 // Casts to T: round to nearest even, overflow to +-inf, every NaN to 0x7FFF.
 inline uint16_t toT(Act a, float f) {
     return a == Act::kHalf ? ref::floatToHalf(f) : ref::floatToBf16(f);

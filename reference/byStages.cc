@@ -6,7 +6,6 @@
 #include "reference/stages.h"
 
 #include <algorithm>
-#include <cfloat>
 #include <stdexcept>
 
 namespace qsa {

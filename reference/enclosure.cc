@@ -358,27 +358,7 @@ KbarRows::~KbarRows() {
 }
 
 std::vector<LogitBound> KbarRows::bounds(uint16_t const* q, int32_t nVis, Params const& p) const {
-    FpEnvGuard env;
-    Eigen::Matrix<double, 128, 4> Q;
-    double maxQ = 0;
-    for (int h = 0; h < 4; ++h)
-        for (int d = 0; d < 128; ++d) {
-            Q(d, h) = toFloat(impl_->dt, q[h * 128 + d]);
-            maxQ = std::isnan(Q(d, h)) ? NAN : std::max(maxQ, std::fabs(Q(d, h)));
-        }
-    Eigen::MatrixXd const P = impl_->K.topRows(nVis) * Q;
-    Eigen::MatrixXd const M = impl_->absK.topRows(nVis) * Q.cwiseAbs();
-    std::vector<LogitBound> out(nVis);
-    for (int32_t g = 0; g < nVis; ++g) {
-        double Pg[4], Mg[4];
-        bool const finite = std::isfinite(impl_->maxK(g)) && std::isfinite(maxQ);
-        for (int h = 0; h < 4; ++h) {
-            Pg[h] = P(g, h);
-            Mg[h] = finite ? M(g, h) : INFINITY;
-        }
-        out[g] = fromDots(Pg, Mg, maxQ, impl_->maxK(g), p);
-    }
-    return out;
+    return boundsRows({q}, {nVis}, p)[0];
 }
 
 std::vector<std::vector<LogitBound>> KbarRows::boundsRows(std::vector<uint16_t const*> const& qRows,

@@ -250,22 +250,16 @@ Tally runNormRope(Params const& p, int rows, bool kbar) {
     return t;
 }
 
-TEST(Enclosure, QRowsContainEveryFastEvaluation) {
-    Tally const t = runNormRope(Params{}, 1500, false);
-    std::printf("QSA_FAST_TEST q: judged=%lld unjudged=%lld outside=%lld\n", (long long)t.judged, (long long)t.unjudged,
-                (long long)t.outside);
-    EXPECT_EQ(t.outside, 0) << t.first;
-    EXPECT_EQ(t.outsideF32, 0);
-    EXPECT_GT(t.judged, 8 * t.unjudged); // the enclosure is not vacuous
-}
-
-TEST(Enclosure, KbarRowsContainEveryFastEvaluation) {
-    Tally const t = runNormRope(Params{}, 1000, true);
-    std::printf("QSA_FAST_TEST kbar: judged=%lld unjudged=%lld outside=%lld\n", (long long)t.judged,
-                (long long)t.unjudged, (long long)t.outside);
-    EXPECT_EQ(t.outside, 0) << t.first;
-    EXPECT_EQ(t.outsideF32, 0);
-    EXPECT_GT(t.judged, 8 * t.unjudged);
+TEST(Enclosure, QAndKbarRowsContainEveryFastEvaluation) {
+    for (bool const kbar : {false, true}) {
+        SCOPED_TRACE(kbar ? "kbar rows" : "q rows");
+        Tally const t = runNormRope(Params{}, kbar ? 1000 : 1500, kbar);
+        std::printf("QSA_FAST_TEST %s: judged=%lld unjudged=%lld outside=%lld\n", kbar ? "kbar" : "q",
+                    (long long)t.judged, (long long)t.unjudged, (long long)t.outside);
+        EXPECT_EQ(t.outside, 0) << t.first;
+        EXPECT_EQ(t.outsideF32, 0);
+        EXPECT_GT(t.judged, 8 * t.unjudged); // the enclosure is not vacuous
+    }
 }
 
 TEST(Enclosure, PlantedTooTightBoundsAreCaught) {

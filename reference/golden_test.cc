@@ -19,6 +19,7 @@
 #include "reference/numerics.h"
 #include "reference/qsaReference.h"
 #include "reference/stages.h"
+#include "testing/inputs.h"
 
 #include <gtest/gtest.h>
 
@@ -37,15 +38,6 @@ constexpr uint32_t kLogit128 = 0x423504F3u; // (N3) dot = 128 on every head
 constexpr uint32_t kLogit64 = 0x41B504F3u;  // (N3) dot = 64 on every head
 uint32_t const kMinusFltMax = floatBits(-FLT_MAX);
 
-// cosSin [rows, 64] with cos = 1, sin = 0 everywhere (rope is the identity).
-std::vector<float> identityCosSin(int32_t rows) {
-    std::vector<float> cs(static_cast<size_t>(rows) * 64, 0.0f);
-    for (int32_t p = 0; p < rows; ++p) {
-        std::fill_n(cs.begin() + p * 64, 32, 1.0f);
-    }
-    return cs;
-}
-
 // A prefill case with every input element set to `fill` bits, zero gammas, rmsEps = 0, cos = 1, sin = 0.
 PrefillCase blankPrefill(DType dt, int32_t batchSize, int32_t seqLen, std::vector<int32_t> ctx, uint16_t fill) {
     PrefillCase c;
@@ -53,7 +45,7 @@ PrefillCase blankPrefill(DType dt, int32_t batchSize, int32_t seqLen, std::vecto
     c.batchSize = batchSize;
     c.seqLen = seqLen;
     c.indexQk.assign(static_cast<size_t>(batchSize) * seqLen * kQkWidth, fill);
-    c.cosSin = identityCosSin(seqLen);
+    c.cosSin = testlib::identityRope(seqLen);
     c.contextLengths = std::move(ctx);
     c.wQ.assign(128, 0);
     c.wK.assign(128, 0);
@@ -301,7 +293,7 @@ DecodeCase onesDecode(std::vector<int32_t> const& ctx, int32_t maxBlocks, int32_
     c.batchSize = static_cast<int32_t>(ctx.size());
     c.maxBlocks = maxBlocks;
     c.indexQk.assign(ctx.size() * 640, kHalfOne);
-    c.cosSin = identityCosSin(ropeRows);
+    c.cosSin = testlib::identityRope(ropeRows);
     c.contextLengths = ctx;
     c.wQ.assign(128, 0);
     c.wK.assign(128, 0);

@@ -139,18 +139,19 @@ KbarTiles makeKbarTiles(DType dt, uint16_t const* kbar, int32_t numBlocks) {
     return t;
 }
 
-void scoreRows(float const* const q[], int32_t const nVis[], int nRows, KbarTiles const& tiles, int32_t outBlocks,
-               float* const out[]) {
+void scoreRows(DType dt, uint16_t const* const q[], int32_t const nVis[], int nRows, KbarTiles const& tiles,
+               int32_t outBlocks, float* const out[]) {
     TileFn const fn = pick().fn;
     int const numGroups = (nRows + kTileRows - 1) / kTileRows;
-    // Each group of 4 rows: packed q (padded rows and missing rows are +0.0, their q is never read) and the
-    // number of tiles its longest row needs.
+    // Each group of 4 rows: packed q as floats (K2 reads the T-rounded qNormed; padded rows and missing rows are
+    // +0.0, their q is never read) and the number of tiles its longest row needs.
     std::vector<float> qs(static_cast<size_t>(numGroups) * kTileRows * 512, 0.0f);
     std::vector<int32_t> groupTiles(static_cast<size_t>(numGroups), 0);
     int32_t maxTiles = 0;
     for (int r = 0; r < nRows; ++r) {
         if (nVis[r] > 0) {
-            std::copy(q[r], q[r] + 512, qs.begin() + static_cast<size_t>(r) * 512);
+            std::transform(q[r], q[r] + 512, qs.begin() + static_cast<size_t>(r) * 512,
+                           [dt](uint16_t x) { return toFloat(dt, x); });
         }
         int32_t const need = (nVis[r] + kTileBlocks - 1) / kTileBlocks;
         groupTiles[r / kTileRows] = std::max(groupTiles[r / kTileRows], need);

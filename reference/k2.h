@@ -26,11 +26,11 @@ struct KbarTiles {
 KbarTiles makeKbarTiles(DType dt, uint16_t const* kbar, int32_t numBlocks);
 
 // Logits of nRows rows of the same sequence (any count; a panel of a few dozen rows keeps each kbar tile in
-// L1 while it serves every row). q[r] points at the row's [4][128] floats (T-rounded qNormed), nVis[r] its
-// visible block count (0 for a padded row: its q is not read). out[r][g] for g < outBlocks: the contract's
-// logit when g < nVis[r], -FLT_MAX otherwise. Requires nVis[r] <= tiles.numBlocks.
-void scoreRows(float const* const q[], int32_t const nVis[], int nRows, KbarTiles const& tiles, int32_t outBlocks,
-               float* const out[]);
+// L1 while it serves every row). q[r] points at the row's [4][128] T bits (qNormed, read back exactly as
+// floats), nVis[r] its visible block count (0 for a padded row: its q is not read). out[r][g] for g < outBlocks:
+// the contract's logit when g < nVis[r], -FLT_MAX otherwise. Requires nVis[r] <= tiles.numBlocks.
+void scoreRows(DType dt, uint16_t const* const q[], int32_t const nVis[], int nRows, KbarTiles const& tiles,
+               int32_t outBlocks, float* const out[]);
 
 // Which vector variant the engine runs on this CPU ("avx512", "avx2" or "generic"): for the bench.
 char const* k2Variant();

@@ -61,17 +61,13 @@ TEST_P(K2Variants, EveryVariantEqualsTheScalarOrder) {
     std::vector<uint16_t> kbar = randomT(dt, static_cast<size_t>(numBlocks) * 128, rng, specialPct);
     std::vector<uint16_t> q = randomT(dt, 4 * 512, rng, specialPct);
     KbarTiles const tiles = makeKbarTiles(dt, kbar.data(), numBlocks);
-    std::vector<float> qf(4 * 512);
-    for (size_t i = 0; i < qf.size(); ++i) {
-        qf[i] = toFloat(dt, q[i]);
-    }
     int32_t const nVis[4] = {37, 0, 16, 5};
-    float const* qp[4] = {qf.data(), qf.data() + 512, qf.data() + 1024, qf.data() + 1536};
+    uint16_t const* qp[4] = {q.data(), q.data() + 512, q.data() + 1024, q.data() + 1536};
     for (char const* variant : k2Variants()) {
         k2ForceVariant(variant);
         std::vector<float> out(4 * 40, 123.0f);
         float* op[4] = {out.data(), out.data() + 40, out.data() + 80, out.data() + 120};
-        scoreRows(qp, nVis, 4, tiles, 40, op);
+        scoreRows(dt, qp, nVis, 4, tiles, 40, op);
         int mismatches = 0;
         for (int r = 0; r < 4; ++r) {
             for (int32_t g = 0; g < 40; ++g) {

@@ -3,7 +3,6 @@
 
 #include <Eigen/Core>
 
-#include <cfloat>
 #include <limits>
 
 namespace qsa {

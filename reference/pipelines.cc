@@ -52,10 +52,6 @@ size_t alignUp(size_t x) {
     return (x + 127) / 128 * 128;
 }
 
-int32_t numBlocksOf(int32_t seqLen) {
-    return (seqLen + 3) / 4;
-}
-
 void checkPrefillCase(char const* fn, PrefillCase const& c) {
     checkPositive(fn, "batchSize", c.batchSize);
     checkPositive(fn, "seqLen", c.seqLen);
@@ -77,29 +73,22 @@ template <typename QRow, typename OutRow, typename LogitsRow>
 void scoreSelectExpand(DType dt, int32_t seqLen, int32_t ctx, std::vector<int32_t> const& ts, KbarTiles const& tiles,
                        int numThreads, QRow const& qRow, OutRow const& outRow, LogitsRow const& logitsRow) {
     constexpr int kPanel = 32;
-    int32_t const mb = numBlocksOf(seqLen);
+    int32_t const mb = numBlocks(seqLen);
     int64_t const numPanels = (static_cast<int64_t>(ts.size()) + kPanel - 1) / kPanel;
     parallelFor(numPanels, numThreads, 1, [&](int64_t pi) {
         int64_t const i0 = pi * kPanel;
         int const n = static_cast<int>(std::min<int64_t>(kPanel, static_cast<int64_t>(ts.size()) - i0));
-        std::vector<float> qf(static_cast<size_t>(n) * 512, 0.0f);
         std::vector<float> lg(static_cast<size_t>(n) * mb);
-        float const* qp[kPanel];
+        uint16_t const* qp[kPanel];
         float* lp[kPanel];
         int32_t nVis[kPanel];
         for (int i = 0; i < n; ++i) {
             int32_t const t = ts[i0 + i];
             nVis[i] = t < ctx ? (t + 1) / 4 : 0;
-            if (nVis[i] > 0) {
-                uint16_t const* q = qRow(i0 + i);
-                for (int e = 0; e < 512; ++e) {
-                    qf[i * 512 + e] = toFloat(dt, q[e]); // K2 reads the T-rounded qNormed
-                }
-            }
-            qp[i] = qf.data() + i * 512;
+            qp[i] = qRow(i0 + i); // not read for a padded row
             lp[i] = lg.data() + static_cast<size_t>(i) * mb;
         }
-        scoreRows(qp, nVis, n, tiles, mb, lp);
+        scoreRows(dt, qp, nVis, n, tiles, mb, lp);
         int32_t sel[kBlockTopK];
         for (int i = 0; i < n; ++i) {
             int32_t const t = ts[i0 + i];
@@ -125,7 +114,7 @@ PrefillResult runPrefill(PrefillCase const& c, int numThreads) {
     checkPrefillCase(fn, c);
     int32_t const B = c.batchSize;
     int32_t const S = c.seqLen;
-    int32_t const mb = numBlocksOf(S);
+    int32_t const mb = numBlocks(S);
     int64_t const rows = static_cast<int64_t>(B) * S;
     PrefillResult res;
     res.outIdx.assign(static_cast<size_t>(rows) * kIndexWidth, -1);
@@ -263,7 +252,7 @@ DecodeResult runDecode(DecodeCase const& c, int numThreads) {
 
 int64_t prefillChunkRows(int32_t batchSize, int32_t seqLen) {
     checkPositive("prefillChunkRows", "batchSize", batchSize, "seqLen", seqLen);
-    int64_t const mb = numBlocksOf(seqLen);
+    int64_t const mb = numBlocks(seqLen);
     // Rc = min(B*S, max(8388608 / MB, 256)), integer division.
     return std::min<int64_t>(static_cast<int64_t>(batchSize) * seqLen, std::max<int64_t>(8388608 / mb, 256));
 }
@@ -272,7 +261,7 @@ PrefillWorkspaceLayout prefillWorkspaceLayout(int32_t batchSize, int32_t seqLen)
     checkPositive("prefillWorkspaceLayout", "batchSize", batchSize, "seqLen", seqLen);
     size_t const B = static_cast<size_t>(batchSize);
     size_t const S = static_cast<size_t>(seqLen);
-    size_t const mb = static_cast<size_t>(numBlocksOf(seqLen));
+    size_t const mb = static_cast<size_t>(numBlocks(seqLen));
     size_t const tBytes = 2; // half and bf16 are both 2 bytes
     // Sort slots: min(B*S*MB, max(8388608, 256*MB)) elements each.
     size_t const sortElems = std::min(B * S * mb, std::max<size_t>(8388608, 256 * mb));

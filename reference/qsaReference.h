@@ -15,12 +15,15 @@ enum class DType { kHalf, kBf16 };
 
 constexpr int32_t kNumHeads = 4;
 constexpr int32_t kHeadDim = 128;
-constexpr int32_t kCompressRatio = 4;
 constexpr int32_t kBlockTopK = 512;
 constexpr int32_t kIndexWidth = 2051;
 constexpr int32_t kQkWidth = 640;
-constexpr int32_t kRotaryDim = 64;
 constexpr int32_t kTokensPerPage = 128;
+
+// MB: the blocks of 4 tokens of a sequence of seqLen tokens, the last one partial (ceil(seqLen / 4)).
+constexpr int64_t numBlocks(int64_t seqLen) {
+    return (seqLen + 3) / 4;
+}
 
 // Paged pool geometry (contract section 2, QsaIndexerPoolState without the pointers).
 struct PoolDims {

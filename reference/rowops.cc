@@ -80,17 +80,18 @@ void smallestComposite(uint32_t const* u, int32_t n, int32_t kSel, std::vector<u
     std::sort(out.begin(), out.end());
 }
 
-} // namespace
-
-int32_t selectPrefillRow(float const* logits, int32_t nVis, int32_t* sel) {
+// The first kSel = min(512, nVis) blocks of the order "key(logit) descending, equal keys by ascending block id",
+// in that order, into sel. Returns kSel.
+template <typename KeyFn>
+int32_t selectByKey(float const* logits, int32_t nVis, int32_t* sel, KeyFn key) {
     int32_t const kSel = std::min(kBlockTopK, nVis);
     if (kSel <= 0) {
         return 0;
     }
-    // Descending CUB key, ascending id == ascending (~key, id).
+    // Descending key, ascending id == ascending (~key, id).
     std::vector<uint32_t> u(static_cast<size_t>(nVis));
     for (int32_t g = 0; g < nVis; ++g) {
-        u[g] = ~cubKey(logits[g]);
+        u[g] = ~key(logits[g]);
     }
     std::vector<uint64_t> keys;
     smallestComposite(u.data(), nVis, kSel, keys);
@@ -100,28 +101,22 @@ int32_t selectPrefillRow(float const* logits, int32_t nVis, int32_t* sel) {
     return kSel;
 }
 
+} // namespace
+
+int32_t selectPrefillRow(float const* logits, int32_t nVis, int32_t* sel) {
+    return selectByKey(logits, nVis, sel, cubKey); // CUB's radix key
+}
+
 int32_t selectDecodeRow(float const* logits, int32_t nVis, int32_t* sel) {
-    int32_t const kSel = std::min(kBlockTopK, nVis);
-    if (kSel <= 0) {
-        return 0;
+    if (nVis > kBlockTopK) {
+        int32_t const kSel = selectByKey(logits, nVis, sel, selectKey); // B3's key, -0.0 below +0.0
+        std::sort(sel, sel + kSel);                                     // emitted in ascending block id
+        return kSel;
     }
-    if (nVis <= kBlockTopK) {
-        for (int32_t g = 0; g < nVis; ++g) {
-            sel[g] = g; // every block, no logit read
-        }
-        return nVis;
-    }
-    std::vector<uint32_t> u(static_cast<size_t>(nVis));
     for (int32_t g = 0; g < nVis; ++g) {
-        u[g] = ~selectKey(logits[g]); // B3's key, -0.0 below +0.0
+        sel[g] = g; // every block, no logit read
     }
-    std::vector<uint64_t> keys;
-    smallestComposite(u.data(), nVis, kSel, keys);
-    for (int32_t i = 0; i < kSel; ++i) {
-        sel[i] = static_cast<int32_t>(keys[i] & 0xFFFFFFFFu);
-    }
-    std::sort(sel, sel + kSel); // emitted in ascending block id
-    return kSel;
+    return std::max(nVis, 0);
 }
 
 void expandRow(int32_t* out, int32_t const* sel, int32_t kSel, int32_t nVis, int32_t tail) {
@@ -140,9 +135,7 @@ void expandRow(int32_t* out, int32_t const* sel, int32_t kSel, int32_t nVis, int
 }
 
 void fillRow(int32_t* out) {
-    for (int32_t i = 0; i < kIndexWidth; ++i) {
-        out[i] = -1;
-    }
+    std::fill(out, out + kIndexWidth, -1);
 }
 
 } // namespace ref

@@ -8,7 +8,6 @@
 #include "reference/rowops.h"
 
 #include <algorithm>
-#include <cfloat>
 #include <initializer_list>
 #include <numeric>
 #include <stdexcept>
@@ -72,10 +71,6 @@ void requireArgs(char const* fn, std::initializer_list<NamedPtr> ptrs, std::init
 void requireRows(char const* fn, int32_t batchSize, int32_t seqLen, int32_t rowBegin, int32_t rowEnd) {
     requireRange(fn, "rowEnd", 0, rowEnd, static_cast<int64_t>(batchSize) * seqLen);
     requireRange(fn, "rowBegin", 0, rowBegin, rowEnd);
-}
-
-int32_t ceilDiv4(int32_t x) {
-    return (x + 3) / 4;
 }
 
 } // namespace
@@ -204,7 +199,7 @@ void scores(DType dt, float* logits, uint16_t const* qNormed, uint16_t const* kb
     requireArgs(fn, {{"logits", logits}, {"qNormed", qNormed}, {"kbar", kbar}, {"contextLengths", contextLengths}},
                 {{"batchSize", batchSize}, {"seqLen", seqLen}});
     requireRows(fn, batchSize, seqLen, rowBegin, rowEnd);
-    int32_t const mb = ceilDiv4(seqLen);
+    int32_t const mb = numBlocks(seqLen);
     // Per sequence touched: tiles of the blocks any of its rows in range can see.
     std::vector<KbarTiles> tiles(static_cast<size_t>(batchSize));
     for (int32_t b = 0; b < batchSize; ++b) {
@@ -234,21 +229,17 @@ void scores(DType dt, float* logits, uint16_t const* qNormed, uint16_t const* kb
         int const n = static_cast<int>(panelStart[pi + 1] - r0);
         int32_t const b = static_cast<int32_t>(r0 / seqLen);
         int32_t const ctx = clampCtx(contextLengths[b], seqLen);
-        std::vector<float> qf(static_cast<size_t>(n) * 512, 0.0f);
-        float const* qp[kPanel];
+        uint16_t const* qp[kPanel];
         int32_t nVis[kPanel];
         float* out[kPanel];
         for (int i = 0; i < n; ++i) {
             int64_t const r = r0 + i;
             int32_t const t = static_cast<int32_t>(r % seqLen);
             nVis[i] = t < ctx ? (t + 1) / 4 : 0; // padded rows: nothing visible, read nothing
-            for (int e = 0; e < 512 && nVis[i] > 0; ++e) {
-                qf[i * 512 + e] = toFloat(dt, qNormed[r * 512 + e]);
-            }
-            qp[i] = qf.data() + i * 512;
+            qp[i] = qNormed + r * 512;
             out[i] = logits + (r - rowBegin) * mb;
         }
-        scoreRows(qp, nVis, n, tiles[b], mb, out);
+        scoreRows(dt, qp, nVis, n, tiles[b], mb, out);
     });
 }
 
@@ -277,7 +268,7 @@ void expand(int32_t* outIdx, int32_t const* sortedIds, int32_t const* contextLen
     requireArgs(fn, {{"outIdx", outIdx}, {"sortedIds", sortedIds}, {"contextLengths", contextLengths}},
                 {{"batchSize", batchSize}, {"seqLen", seqLen}});
     requireRows(fn, batchSize, seqLen, rowBegin, rowEnd);
-    int32_t const mb = ceilDiv4(seqLen);
+    int32_t const mb = numBlocks(seqLen);
     for (int64_t r = rowBegin; r < rowEnd; ++r) {
         int32_t const b = static_cast<int32_t>(r / seqLen);
         int32_t const t = static_cast<int32_t>(r % seqLen);

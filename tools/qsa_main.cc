@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -51,15 +50,6 @@ std::string userPath(std::string const& p) {
     return p;
 }
 
-std::string readFile(fs::path const& p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in)
-        throw std::runtime_error("cannot open " + p.string());
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 // The arrays of an output directory, in the order `qsa diff` lists them.
 constexpr char const* kOutputNames[] = {"kbar", "logits", "out_idx", "pool", "q_normed", "split_counters"};
 
@@ -70,7 +60,7 @@ std::map<std::string, NpyArray> loadOutputArrays(std::string const& dir, bool* i
     for (char const* name : kOutputNames) {
         fs::path p = fs::path(dir) / ((*isFixture ? std::string("expected_") : std::string()) + name + ".npy");
         if (fs::exists(p))
-            out[name] = parseNpy(readFile(p), p.string());
+            out[name] = parseNpy(readBytes(p), p.string());
     }
     if (!out.count("out_idx"))
         throw std::runtime_error(dir + ": neither an output directory (out_idx.npy) nor a fixture (case.json)");
@@ -171,7 +161,7 @@ std::vector<std::string> expandCorpora(std::vector<std::string> const& dirs, std
             continue;
         }
         Corpus c;
-        c.manifest = nlohmann::json::parse(readFile(m));
+        c.manifest = nlohmann::json::parse(readBytes(m));
         for (auto const& e : c.manifest.at("fixtures"))
             c.dirs.push_back((fs::path(d) / e.at("name").get<std::string>()).string());
         out.insert(out.end(), c.dirs.begin(), c.dirs.end());
@@ -260,7 +250,7 @@ int cmdReplay(std::string const& impl, std::vector<std::string> const& given, bo
         }
         regions[d] = f.regions.value_or(std::vector<std::string>{});
         // Profile fast adds check Fixture.DifferentialFast (E1-E5 from the inputs); otherwise this is replay().
-        ReplayResult r = replayFast(f, fn, sel);
+        ReplayResult r = replay(f, fn, sel, compareOutputsFast);
         if (!r.anyJudged) {
             ++notJudged;
             std::cout << "NOT_JUDGED " << d << " (inputs level " << r.inputLevel << ")\n";
@@ -335,7 +325,7 @@ std::vector<int32_t> loadActualOutIdx(Fixture const& f, std::string const& where
         bool isFixture = false;
         v = toI32(loadOutputArrays(p, &isFixture).at("out_idx"), where + "/out_idx");
     } else {
-        v = toI32(parseNpy(readFile(p), p), p);
+        v = toI32(parseNpy(readBytes(p), p), p);
     }
     size_t const want = size_t(f.batchSize()) * f.seqLen() * qsa::ref::kIndexWidth;
     if (v.size() != want)
