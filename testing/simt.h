@@ -172,12 +172,6 @@ T __shfl_up_sync(unsigned mask, T v, unsigned d, int width = 32) {
     return ::simt::shfl("__shfl_up_sync", mask, v, (s & ~(width - 1)) == (l & ~(width - 1)) ? s : l);
 }
 template <typename T>
-T __shfl_down_sync(unsigned mask, T v, unsigned d, int width = 32) {
-    int const l = ::simt::laneId();
-    int const s = l + static_cast<int>(d);
-    return ::simt::shfl("__shfl_down_sync", mask, v, (s & ~(width - 1)) == (l & ~(width - 1)) ? s : l);
-}
-template <typename T>
 T __shfl_xor_sync(unsigned mask, T v, int m, int width = 32) {
     int const l = ::simt::laneId();
     int const s = l ^ m;
@@ -191,12 +185,6 @@ inline unsigned __ballot_sync(unsigned mask, int pred) {
         b |= static_cast<unsigned>(all[i] != 0) << i;
     }
     return b;
-}
-inline int __any_sync(unsigned mask, int pred) {
-    return __ballot_sync(mask, pred) != 0;
-}
-inline int __all_sync(unsigned mask, int pred) {
-    return __ballot_sync(mask, pred) == mask;
 }
 template <typename T>
 unsigned __match_any_sync(unsigned mask, T v) {
@@ -222,9 +210,6 @@ inline float __fsub_rn(float a, float b) {
 inline float __fmul_rn(float a, float b) {
     return a * b;
 }
-inline float __fmaf_rn(float a, float b, float c) {
-    return std::fma(a, b, c);
-}
 // The correctly rounded 1/sqrt: exact (simt.cc decides the rounding in integers), with the device's special
 // values (NaN -> itself, +-0 -> +-inf, negative -> NaN, +inf -> +0).
 float __frsqrt_rn(float x);
@@ -237,24 +222,8 @@ inline float rsqrtf(float) {
 inline int __popc(unsigned x) {
     return __builtin_popcount(x);
 }
-inline int __popcll(unsigned long long x) {
-    return __builtin_popcountll(x);
-}
 inline int __ffs(int x) {
     return __builtin_ffs(x);
-}
-inline int __ffsll(long long x) {
-    return __builtin_ffsll(x);
-}
-inline int __clz(int x) {
-    return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x));
-}
-inline unsigned __brev(unsigned x) {
-    unsigned r = 0;
-    for (int i = 0; i < 32; ++i) {
-        r |= ((x >> i) & 1u) << (31 - i);
-    }
-    return r;
 }
 inline unsigned __float_as_uint(float f) {
     unsigned u;
@@ -265,11 +234,6 @@ inline float __uint_as_float(unsigned u) {
     float f;
     std::memcpy(&f, &u, 4);
     return f;
-}
-inline int __float_as_int(float f) {
-    int u;
-    std::memcpy(&u, &f, 4);
-    return u;
 }
 // PTX prmt in its default mode: byte n of the result is byte (s >> 4n) & 7 of {y:x}, sign-replicated when
 // bit 3 of that selector nibble is set.
@@ -285,11 +249,6 @@ inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
         r |= b << (8 * n);
     }
     return r;
-}
-inline float __int_as_float(int u) {
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
 }
 // CUDA's integer min and max, one pair per type (the overloads of the device's, no template).
 #define SIMT_MIN_MAX(T)                                                                                                \
@@ -318,28 +277,6 @@ template <typename T>
 T atomicAdd(T* p, T v) {
     return ::simt::readModifyWrite(p, [v](T o) { return o + v; });
 }
-template <typename T>
-T atomicMax(T* p, T v) {
-    return ::simt::readModifyWrite(p, [v](T o) { return o > v ? o : v; });
-}
-template <typename T>
-T atomicMin(T* p, T v) {
-    return ::simt::readModifyWrite(p, [v](T o) { return o < v ? o : v; });
-}
-template <typename T>
-T atomicOr(T* p, T v) {
-    return ::simt::readModifyWrite(p, [v](T o) { return o | v; });
-}
-template <typename T>
-T atomicExch(T* p, T v) {
-    return ::simt::readModifyWrite(p, [v](T) { return v; });
-}
-template <typename T>
-T atomicCAS(T* p, T cmp, T v) {
-    return ::simt::readModifyWrite(p, [cmp, v](T o) { return o == cmp ? v : o; });
-}
-inline void __threadfence() {}
-inline void __threadfence_block() {}
 template <typename T>
 T __ldg(T const* p) {
     return *p;
