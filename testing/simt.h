@@ -4,8 +4,8 @@
 // missing barrier usually shows as a wrong value, but the memory model is not checked (compute-sanitizer on the GPU
 // does).
 // - Arithmetic: the _rn add, subtract, multiply and fmaf are the host's IEEE binary32 operations (x86-64 SSE, no
-//   flush to zero): the same bits as the device's. __frsqrt_rn is correctly rounded in integers (simt.cc;
-//   //kernels:simt_numerics_test against the reference). Approximations (rsqrtf, fast-math intrinsics) abort.
+//   flush to zero): the same bits as the device's. __frsqrt_rn is the reference's correctly rounded 1/sqrt
+//   (kernels/simt_rsqrt.cc). Approximations (rsqrtf, fast-math intrinsics) abort.
 //   Half and bf16 conversions are cuda_fp16.h's and cuda_bf16.h's own host code.
 // - Supported: 1-D..3-D grids and blocks, static __shared__ (one instance per kernel) and dynamic shared memory,
 //   both poisoned with 0xCD when a block first reaches them and followed by a guard checked at the block's end,
@@ -200,7 +200,7 @@ unsigned __match_any_sync(unsigned mask, T v) {
 
 // The correctly rounded float operations: the host's IEEE binary32 arithmetic in round-to-nearest-even without
 // flush to zero gives the same bits as the device's _rn intrinsics (x86-64 SSE; fmaf is glibc's correctly
-// rounded fma). Approximations (rsqrtf, __frsqrt_rn, fast-math intrinsics) are not emulated: they abort.
+// rounded fma). Approximations (rsqrtf, fast-math intrinsics) are not emulated: they abort.
 inline float __fadd_rn(float a, float b) {
     return a + b;
 }
@@ -210,8 +210,8 @@ inline float __fsub_rn(float a, float b) {
 inline float __fmul_rn(float a, float b) {
     return a * b;
 }
-// The correctly rounded 1/sqrt: exact (simt.cc decides the rounding in integers), with the device's special
-// values (NaN -> itself, +-0 -> +-inf, negative -> NaN, +inf -> +0).
+// The correctly rounded 1/sqrt, with the device's special values (NaN -> itself, +-0 -> +-inf, negative -> NaN,
+// +inf -> +0): defined by kernels/simt_rsqrt.cc as the reference's (testing/ depends on no reference).
 float __frsqrt_rn(float x);
 [[noreturn]] void notEmulated(char const* what);
 inline float rsqrtf(float) {
