@@ -297,13 +297,18 @@ QSA_PROP(Stages, WorkspaceSizeIsExact, 200) {
     int32_t const B = *rc::gen::inRange<int32_t>(1, 33);
     int32_t const S = *weightedGen<int32_t>(
         {{3, rc::gen::inRange<int32_t>(1, 9000)}, {1, pick<int32_t>(1, 2048, 2049, 4096, 8192, 16384)}});
-    int32_t const MB = (S + 3) / 4;
-    int64_t const rc = ref::prefillChunkRows(B, S);
-    // The runner sorts each chunk over a DoubleBuffer (contract section 5); its CUB slot is sized by that
-    // query, not by getQsaSortTempBytes (the stand-alone sort launcher keeps its inputs: another CUB call).
-    size_t const want = ref::prefillWorkspaceBytes(B, S, ktest::cubDoubleBufferSortQuery(int32_t(rc), MB));
-    RC_LOG() << "B=" << B << " S=" << S << " Rc=" << rc << "\n";
-    RC_ASSERT(kn::getQsaIndexerWorkspaceSize(B, S) == want);
+    // Every case also checks fixed shapes, those past the generated range among them (B = 64, S up to 65536).
+    int32_t const shapes[][2] = {{B, S},    {1, 1},    {1, 9},     {13, 9},    {3, 2053},  {8, 4096},
+                                 {1, 8192}, {8, 8192}, {1, 32768}, {1, 65536}, {2, 65536}, {64, 1000}};
+    for (auto const& [b, s] : shapes) {
+        int32_t const MB = (s + 3) / 4;
+        int64_t const rc = ref::prefillChunkRows(b, s);
+        // The runner sorts each chunk over a DoubleBuffer (contract section 5); its CUB slot is sized by that
+        // query, not by getQsaSortTempBytes (the stand-alone sort launcher keeps its inputs: another CUB call).
+        size_t const want = ref::prefillWorkspaceBytes(b, s, ktest::cubDoubleBufferSortQuery(int32_t(rc), MB));
+        RC_LOG() << "B=" << b << " S=" << s << " Rc=" << rc << "\n";
+        RC_ASSERT(kn::getQsaIndexerWorkspaceSize(b, s) == want);
+    }
 }
 
 } // namespace
