@@ -303,6 +303,21 @@ std::string diffPool(std::vector<uint16_t> const& got, std::vector<uint16_t> con
     return os.str();
 }
 
+std::string diffSequence(PrefillOut const& a, int32_t sa, int32_t from, PrefillOut const& b, int32_t sb, int32_t to,
+                         int32_t rows, char const* what) {
+    size_t const W = ref::kIndexWidth;
+    for (int32_t t = 0; t < rows; ++t) {
+        auto const* x = &a.outIdx[(size_t(from) * sa + t) * W];
+        auto const* y = &b.outIdx[(size_t(to) * sb + t) * W];
+        auto const m = std::mismatch(x, x + W, y);
+        if (m.first != x + W) {
+            return std::string(what) + ": sequence " + std::to_string(from) + " row t=" + std::to_string(t) + " col " +
+                   std::to_string(m.first - x) + ": " + std::to_string(*m.first) + " vs " + std::to_string(*m.second);
+        }
+    }
+    return "";
+}
+
 namespace {
 
 // The stage read-backs' report (testlib::bitsDiffReport): `got` vs `want` as rows of rowElems elements, of
