@@ -327,14 +327,12 @@ template <typename E>
 std::string diffStage(char const* stage, char const* slot, std::vector<E> const& got, std::vector<E> const& want,
                       ref::DType dt, size_t rowElems, char const* colName, std::function<std::string(size_t)> rowName,
                       char const* against, std::function<size_t(size_t)> compared = nullptr) {
-    testlib::BitsDiffOpts o;
-    o.what = std::string(stage) + " (workspace slot " + slot + ", contract section 6) differs from " + against;
-    o.rowWidth = rowElems;
+    testlib::BitsDiffOpts o = testlib::tRowOpts(std::string(stage) + " (workspace slot " + slot +
+                                                    ", contract section 6) differs from " + against,
+                                                rowElems, ref::toFloatOf(dt));
     o.rowName = std::move(rowName);
     o.colName = colName;
     o.compared = std::move(compared);
-    o.value = testlib::BitsValue::kT;
-    o.tValue = ref::toFloatOf(dt);
     return testlib::bitsDiffReport(got, want, o);
 }
 
