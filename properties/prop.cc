@@ -268,18 +268,11 @@ std::string diffOutIdx(std::vector<int32_t> const& got, std::vector<int32_t> con
         os << what << ": outIdx has " << got.size() << " entries, expected " << want.size();
         return os.str();
     }
-    size_t first = got.size(), count = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-        if (got[i] != want[i]) {
-            if (first == got.size())
-                first = i;
-            ++count;
-        }
-    }
-    if (count == 0)
+    testlib::BitsDiff const d = testlib::findBitsDiff(got.data(), want.data(), got.size(), sizeof(int32_t));
+    if (d.count == 0)
         return "";
-    size_t const row = first / ref::kIndexWidth;
-    os << what << ": " << count << " outIdx entries differ; first at row b=" << row / S << " t=" << row % S << " col "
+    size_t const first = d.shown[0], row = first / ref::kIndexWidth;
+    os << what << ": " << d.count << " outIdx entries differ; first at row b=" << row / S << " t=" << row % S << " col "
        << first % ref::kIndexWidth << ": got " << got[first] << ", expected " << want[first];
     return os.str();
 }
@@ -291,14 +284,11 @@ std::string diffPool(std::vector<uint16_t> const& got, std::vector<uint16_t> con
         os << what << ": pool has " << got.size() << " elements, expected " << want.size();
         return os.str();
     }
-    size_t count = 0, first = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-        if (got[i] != want[i] && count++ == 0)
-            first = i;
-    }
-    if (count == 0)
+    testlib::BitsDiff const bd = testlib::findBitsDiff(got.data(), want.data(), got.size(), sizeof(uint16_t));
+    if (bd.count == 0)
         return "";
-    os << what << ": " << count << " pool elements differ; first at " << poolCell(d, first) << ": got 0x" << std::hex
+    size_t const first = bd.shown[0];
+    os << what << ": " << bd.count << " pool elements differ; first at " << poolCell(d, first) << ": got 0x" << std::hex
        << got[first] << ", expected 0x" << want[first] << std::dec;
     return os.str();
 }
