@@ -151,7 +151,6 @@ cudaError_t cudaMemcpyToSymbolAsync(T const& symbol, void const* src, size_t cou
 // switches to it (fibers switch only through the scheduler, so each sees its own).
 extern uint3 threadIdx, blockIdx;
 extern dim3 blockDim, gridDim;
-constexpr int warpSize = 32;
 
 inline void __syncthreads() {
     ::simt::syncThreads();
@@ -260,9 +259,7 @@ inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
     }
 SIMT_MIN_MAX(int)
 SIMT_MIN_MAX(unsigned)
-SIMT_MIN_MAX(long long)
 SIMT_MIN_MAX(long)
-SIMT_MIN_MAX(unsigned long long)
 #undef SIMT_MIN_MAX
 // Fibers run one at a time, so an atomic is a read-modify-write with no interleaving.
 namespace simt {
