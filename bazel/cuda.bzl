@@ -97,7 +97,7 @@ def _cuda_library_impl(ctx):
             # file /tmp/tmpxft_00000002_..."). Each compile gets its own TMPDIR, removed afterwards.
             command = _NVCC_PRIVATE_TMP,
             # Absolute path: nvcc resolves its toolkit relative to argv[0].
-            arguments = [ctx.attr.cuda_path + "/bin/nvcc", args, "-c", src.path, "-o", obj.path],
+            arguments = ["/usr/local/cuda/bin/nvcc", args, "-c", src.path, "-o", obj.path],
             inputs = inputs,
             outputs = [obj],
             mnemonic = "NvccCompile",
@@ -122,7 +122,6 @@ def _cuda_library_impl(ctx):
         cc_toolchain = cc_toolchain,
         static_library = lib,
         pic_static_library = lib,
-        alwayslink = ctx.attr.alwayslink,
     )
     own = CcInfo(
         compilation_context = cc_common.create_compilation_context(headers = depset(ctx.files.hdrs)),
@@ -130,7 +129,6 @@ def _cuda_library_impl(ctx):
             linker_inputs = depset([cc_common.create_linker_input(
                 owner = ctx.label,
                 libraries = depset([library]),
-                user_link_flags = depset(ctx.attr.linkopts),
             )]),
         ),
     )
@@ -149,9 +147,6 @@ cuda_library = rule(
         "copts": attr.string_list(),
         # "ieee" (contract section 4, every library of the project) or "fast" (section 9: --use_fast_math).
         "numerics": attr.string(default = "ieee", values = ["fast", "ieee"]),
-        "linkopts": attr.string_list(),
-        "alwayslink": attr.bool(default = False),
-        "cuda_path": attr.string(default = "/usr/local/cuda"),
         "_archs": attr.label(default = "//bazel:cuda_archs"),
         "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
     },

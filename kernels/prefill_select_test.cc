@@ -39,18 +39,8 @@ constexpr int kWidth = 2051;
 // Visible logits as K2 leaves them: >= +0.0, never NaN or -0.0 (relu sums), with ties the common case.
 enum class Mode { Zeros, FewValues, ThresholdTies, Random, ZerosAndTiny };
 char const* modeName(Mode m) {
-    switch (m) {
-    case Mode::Zeros:
-        return "zeros";
-    case Mode::FewValues:
-        return "few_values";
-    case Mode::ThresholdTies:
-        return "threshold_ties";
-    case Mode::Random:
-        return "random";
-    default:
-        return "zeros_and_tiny";
-    }
+    static char const* const kNames[] = {"zeros", "few_values", "threshold_ties", "random", "zeros_and_tiny"};
+    return kNames[static_cast<int>(m)];
 }
 
 float drawLogit(Mode m, Rng& rng, int g) {

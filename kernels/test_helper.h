@@ -200,12 +200,8 @@ struct CmpOpts {
 // testlib::bitsDiffReport of actual vs expected (T elements shown with their dt value) as a gtest result.
 template <typename E>
 ::testing::AssertionResult bitsEqual(std::vector<E> const& expected, std::vector<E> const& actual, CmpOpts const& o) {
-    testlib::BitsDiffOpts b;
-    b.what = o.what;
+    testlib::BitsDiffOpts b = testlib::tRowOpts(o.what, o.rowWidth, ref::toFloatOf(o.dt));
     b.params = o.params;
-    b.rowWidth = o.rowWidth;
-    b.value = testlib::BitsValue::kT;
-    b.tValue = ref::toFloatOf(o.dt);
     b.maxPrint = o.maxPrint;
     std::string const m = testlib::bitsDiffReport(actual, expected, b);
     if (m.empty())

@@ -9,22 +9,6 @@ namespace qsa {
 namespace prop {
 namespace {
 
-// Rows [0, rowsOf) of sequence `from` of `a` equal rows of sequence `to` of `b`.
-std::string diffSequence(PrefillOut const& a, int32_t sa, int32_t from, PrefillOut const& b, int32_t sb, int32_t to,
-                         int32_t rows, char const* what) {
-    size_t const W = ref::kIndexWidth;
-    for (int32_t t = 0; t < rows; ++t) {
-        auto const* x = &a.outIdx[(size_t(from) * sa + t) * W];
-        auto const* y = &b.outIdx[(size_t(to) * sb + t) * W];
-        auto const m = std::mismatch(x, x + W, y);
-        if (m.first != x + W) {
-            return std::string(what) + ": sequence " + std::to_string(from) + " row t=" + std::to_string(t) + " col " +
-                   std::to_string(m.first - x) + ": " + std::to_string(*m.first) + " vs " + std::to_string(*m.second);
-        }
-    }
-    return "";
-}
-
 QSA_PROP(BatchInvariance, SequenceAloneVsInBatch, 60) {
     SpecOptions o;
     o.tieBias = true;

@@ -106,9 +106,7 @@ RecipeInfo const& info(Recipe r) {
     throw std::logic_error("corpus: unknown recipe");
 }
 
-uint64_t mix(uint64_t x) {
-    return testlib::Rng(x).next();
-}
+using testlib::mix;
 
 // One drawn fixture: its fixture, regions, recipe.
 struct Drawn {
@@ -178,19 +176,15 @@ std::vector<std::string> prefillRegionNames(ref::PrefillCase const& c, std::vect
 // valid_at_floor_edge, the properties' tie_at_rank_512).
 std::vector<std::string> decodeRegionNames(ref::DecodeCase const& d, std::vector<float> const& logits) {
     DecodeRegions const r = decodeRegions({d});
-    bool invalid = false, edge = false;
     std::vector<std::pair<int64_t, int32_t>> rows;
     for (int32_t b = 0; b < d.batchSize; ++b) {
         int32_t const c = d.contextLengths[b];
-        bool const bad = c < 1 || c / 4 > d.maxBlocks;
-        invalid |= bad;
-        edge |= !bad && c / 4 == d.maxBlocks && c % 4 != 0;
-        if (!bad)
+        if (ref::decodeRowValid(c, d.maxBlocks))
             rows.push_back({b, c / 4});
     }
     std::map<std::string, bool> hit = {{"tie_at_rank_512", anyTie(logits, d.maxBlocks, rows)},
-                                       {"invalid_row", invalid},
-                                       {"valid_at_floor_edge", edge}};
+                                       {"invalid_row", r.invalidRow},
+                                       {"valid_at_floor_edge", r.validAtFloorEdge}};
     for (NamedRegion const& n : named(r))
         hit[n.name] = n.hit;
     return hitNames(hit);

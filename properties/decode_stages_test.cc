@@ -131,14 +131,8 @@ void coverStage(ref::DecodeCase const& d, bool hardened) {
     coverage::coverDrawn("out_of_plane_used", r.outOfPlaneUsed, hardened ? 0.10 : 0.0);
     coverage::cover("truncated_hit", r.truncatedHit);
     coverage::coverDrawn("block_completes", r.blockCompletes, 0.30);
-    bool invalid = false;
-    for (int32_t c : d.contextLengths)
-        invalid |= c < 1 || c / 4 > d.maxBlocks;
-    coverage::cover("invalid_row", invalid, hardened ? 0.30 : 0.0);
-    bool edge = false;
-    for (int32_t c : d.contextLengths)
-        edge |= c >= 1 && c / 4 == d.maxBlocks && c % 4 != 0;
-    coverage::cover("valid_at_floor_edge", edge);
+    coverage::cover("invalid_row", r.invalidRow, hardened ? 0.30 : 0.0);
+    coverage::cover("valid_at_floor_edge", r.validAtFloorEdge);
 }
 
 // One stage case, generated, covered and captured, run by the implementation over a workspace filled with

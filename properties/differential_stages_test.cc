@@ -45,16 +45,11 @@ DeviceBuffer<E> garbage(size_t n, int byte = 0xA5) {
     return b;
 }
 
-// The bitwise report (testlib::bitsDiffReport) of got vs want as rows of rowLen elements, T ones of dt.
+// The bitwise report of got vs want as rows of rowLen elements, T ones of dt.
 template <typename E>
 std::string diffRows(std::vector<E> const& got, std::vector<E> const& want, size_t rowLen, char const* what,
                      ref::DType dt = ref::DType::kHalf) {
-    testlib::BitsDiffOpts o;
-    o.what = what;
-    o.rowWidth = rowLen;
-    o.value = testlib::BitsValue::kT;
-    o.tValue = ref::toFloatOf(dt);
-    return testlib::bitsDiffReport(got, want, o);
+    return testlib::bitsDiffReport(got, want, testlib::tRowOpts(what, rowLen, ref::toFloatOf(dt)));
 }
 
 // Logit rows drawn from a few distinct values, special ones included (host-written, contract section 4).
@@ -205,38 +200,40 @@ std::vector<float> launchK2(ref::PrefillCase const& c, std::vector<uint16_t> con
     return l.download();
 }
 
+// K1a and K1b through their launchers into garbage-filled buffers (ctx: the contexts on the device).
 template <typename T>
-std::string stagesVsReference(ref::PrefillCase const& c, int64_t r0, int64_t r1, K2Launch k2) {
+PrefillOut launchK1(ref::PrefillCase const& c, DeviceBuffer<int32_t> const& ctx) {
     int32_t const B = c.batchSize, S = c.seqLen, MB = (S + 3) / 4;
-    size_t const rows = size_t(B) * S;
     DeviceBuffer<uint16_t> qk(c.indexQk), wQ(c.wQ), wK(c.wK);
     DeviceBuffer<float> cs(c.cosSin);
-    DeviceBuffer<int32_t> ctx(c.contextLengths);
-    // K1a
-    std::vector<uint16_t> qRef(rows * 512);
-    ref::qPrep(c.dtype, qRef.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(), c.wQ.data(), c.rmsEps,
-               B, S);
-    DeviceBuffer<uint16_t> q = garbage<uint16_t>(rows * 512);
+    DeviceBuffer<uint16_t> q = garbage<uint16_t>(size_t(B) * S * 512);
     kn::launchQsaQPrep<T>(q.as<T>(), qk.as<T const>(), cs.get(), ctx.get(), wQ.as<T const>(), c.rmsEps, B, S, nullptr);
-    std::string m = diffRows(q.download(), qRef, 512, "K1a qNormed [row = (b*S + t), col = 128 h + d]", c.dtype);
-    if (!m.empty())
-        return m;
-    // K1b
-    std::vector<uint16_t> kRef(size_t(B) * MB * 128);
-    ref::kCompress(c.dtype, kRef.data(), c.indexQk.data(), c.cosSin.data(), c.contextLengths.data(), c.wK.data(),
-                   c.rmsEps, B, S, MB, 0, MB, 0);
     DeviceBuffer<uint16_t> kb = garbage<uint16_t>(size_t(B) * MB * 128, 0x5A);
     kn::launchQsaKCompress<T>(kb.as<T>(), qk.as<T const>(), cs.get(), ctx.get(), wK.as<T const>(), c.rmsEps, B, S, MB,
                               0, MB, 0, nullptr);
-    m = diffRows(kb.download(), kRef, 128, "K1b kbar [row = b*MB + g]", c.dtype);
+    PrefillOut got;
+    got.qNormed = q.download();
+    got.kbar = kb.download();
+    return got;
+}
+
+template <typename T>
+std::string stagesVsReference(ref::PrefillCase const& c, int64_t r0, int64_t r1, K2Launch k2) {
+    int32_t const B = c.batchSize, S = c.seqLen, MB = (S + 3) / 4;
+    DeviceBuffer<int32_t> ctx(c.contextLengths);
+    PrefillStages const want = referencePrefillStages(c);
+    PrefillOut const got = launchK1<T>(c, ctx);
+    std::string m = diffRows(got.qNormed, want.qNormed, 512, "K1a qNormed [row = (b*S + t), col = 128 h + d]", c.dtype);
+    if (!m.empty())
+        return m;
+    m = diffRows(got.kbar, want.kbar, 128, "K1b kbar [row = b*MB + g]", c.dtype);
     if (!m.empty())
         return m;
     // K2 on rows [r0, r1), from the reference's stored qNormed / kbar (stages consume inputs as stored).
-    size_t const n = size_t(r1 - r0) * MB;
-    std::vector<float> lRef(n);
-    ref::scores(c.dtype, lRef.data(), qRef.data(), kRef.data(), c.contextLengths.data(), B, S, int32_t(r0),
+    std::vector<float> lRef(size_t(r1 - r0) * MB);
+    ref::scores(c.dtype, lRef.data(), want.qNormed.data(), want.kbar.data(), c.contextLengths.data(), B, S, int32_t(r0),
                 int32_t(r1));
-    return diffRows(launchK2<T>(c, qRef, kRef, ctx, r0, r1, k2), lRef, size_t(MB),
+    return diffRows(launchK2<T>(c, want.qNormed, want.kbar, ctx, r0, r1, k2), lRef, size_t(MB),
                     "K2 logits [row = r - rowBegin, col = g]");
 }
 
@@ -263,18 +260,8 @@ QSA_PROP(Stages, PrefillStagesMatchReference, 40) {
 // invisible entry, so only this check sees a K2 that writes one (kernel mutant 16).
 template <typename T>
 std::string stagesWithinFast(ref::PrefillCase const& c, int64_t r0, int64_t r1, K2Launch k2) {
-    int32_t const B = c.batchSize, S = c.seqLen, MB = (S + 3) / 4;
-    DeviceBuffer<uint16_t> qk(c.indexQk), wQ(c.wQ), wK(c.wK);
-    DeviceBuffer<float> cs(c.cosSin);
     DeviceBuffer<int32_t> ctx(c.contextLengths);
-    DeviceBuffer<uint16_t> q = garbage<uint16_t>(size_t(B) * S * 512);
-    kn::launchQsaQPrep<T>(q.as<T>(), qk.as<T const>(), cs.get(), ctx.get(), wQ.as<T const>(), c.rmsEps, B, S, nullptr);
-    DeviceBuffer<uint16_t> kb = garbage<uint16_t>(size_t(B) * MB * 128, 0x5A);
-    kn::launchQsaKCompress<T>(kb.as<T>(), qk.as<T const>(), cs.get(), ctx.get(), wK.as<T const>(), c.rmsEps, B, S, MB,
-                              0, MB, 0, nullptr);
-    PrefillOut got;
-    got.qNormed = q.download();
-    got.kbar = kb.download();
+    PrefillOut const got = launchK1<T>(c, ctx);
     std::string const m = fast::judgePrefillStages(c, got);
     if (!m.empty())
         return m;
@@ -297,13 +284,18 @@ QSA_PROP(Stages, WorkspaceSizeIsExact, 200) {
     int32_t const B = *rc::gen::inRange<int32_t>(1, 33);
     int32_t const S = *weightedGen<int32_t>(
         {{3, rc::gen::inRange<int32_t>(1, 9000)}, {1, pick<int32_t>(1, 2048, 2049, 4096, 8192, 16384)}});
-    int32_t const MB = (S + 3) / 4;
-    int64_t const rc = ref::prefillChunkRows(B, S);
-    // The runner sorts each chunk over a DoubleBuffer (contract section 5); its CUB slot is sized by that
-    // query, not by getQsaSortTempBytes (the stand-alone sort launcher keeps its inputs: another CUB call).
-    size_t const want = ref::prefillWorkspaceBytes(B, S, ktest::cubDoubleBufferSortQuery(int32_t(rc), MB));
-    RC_LOG() << "B=" << B << " S=" << S << " Rc=" << rc << "\n";
-    RC_ASSERT(kn::getQsaIndexerWorkspaceSize(B, S) == want);
+    // Every case also checks fixed shapes, those past the generated range among them (B = 64, S up to 65536).
+    int32_t const shapes[][2] = {{B, S},    {1, 1},    {1, 9},     {13, 9},    {3, 2053},  {8, 4096},
+                                 {1, 8192}, {8, 8192}, {1, 32768}, {1, 65536}, {2, 65536}, {64, 1000}};
+    for (auto const& [b, s] : shapes) {
+        int32_t const MB = (s + 3) / 4;
+        int64_t const rc = ref::prefillChunkRows(b, s);
+        // The runner sorts each chunk over a DoubleBuffer (contract section 5); its CUB slot is sized by that
+        // query, not by getQsaSortTempBytes (the stand-alone sort launcher keeps its inputs: another CUB call).
+        size_t const want = ref::prefillWorkspaceBytes(b, s, ktest::cubDoubleBufferSortQuery(int32_t(rc), MB));
+        RC_LOG() << "B=" << b << " S=" << s << " Rc=" << rc << "\n";
+        RC_ASSERT(kn::getQsaIndexerWorkspaceSize(b, s) == want);
+    }
 }
 
 } // namespace

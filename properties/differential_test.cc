@@ -130,25 +130,41 @@ DecodeChainSpec manyBlocksTieSpec(int32_t hi) {
     return spec;
 }
 
-QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
+// Both profiles' many-blocks chain: ieee against the reference (ties among its logits, the next step from its pool),
+// fast by judgeDecodeStep (ties among the implementation's own logits, the next step from its own pool).
+void decodeSelectsAmongManyBlocks(bool fastProfile) {
     int32_t const hi = implOnGpu() ? 4200 : 2200;
     DecodeChainSpec spec = manyBlocksTieSpec(hi);
+    // The first case draws judgeable payloads (fast.h): six cases must not miss the floor by the draw.
+    if (fastProfile)
+        fast::judgeableOnFirstCase(spec.act);
     bool tie = false;
     walkDecodeChain(spec, "differential", 1.0, [&](ref::DecodeCase& d, size_t k) {
-        ref::DecodeResult const want = ref::runDecode(d);
-        for (int32_t b = 0; b < d.batchSize; ++b)
-            if (ref::decodeRowValid(d.contextLengths[b], d.maxBlocks))
-                tie |= tiesAtRank(&want.logits[size_t(b) * d.maxBlocks], d.contextLengths[b] / 4);
         RunOptions ro;
         ro.readStages = true;
         DecodeOut const got = runImplDecode(d, ro);
+        ref::DecodeResult const want = fastProfile ? ref::DecodeResult{} : ref::runDecode(d);
+        std::vector<float> const& logits = fastProfile ? got.logits : want.logits;
+        for (int32_t b = 0; b < d.batchSize; ++b)
+            if (ref::decodeRowValid(d.contextLengths[b], d.maxBlocks))
+                tie |= tiesAtRank(&logits[size_t(b) * d.maxBlocks], d.contextLengths[b] / 4);
+        std::string const step = "decode (nVis > 512) step " + std::to_string(k) + ": ";
+        if (fastProfile) {
+            std::string const m = fast::judgeDecodeStep(d, got, false);
+            QSA_REQUIRE_EMPTY(m.empty() ? "" : step + m);
+            return got.pool;
+        }
         std::string const stages = diffDecodeStages(d, got, want);
-        QSA_REQUIRE_EMPTY(stages.empty() ? "" : "decode (nVis > 512) step " + std::to_string(k) + ": " + stages);
+        QSA_REQUIRE_EMPTY(stages.empty() ? "" : step + stages);
         QSA_REQUIRE_EMPTY(diffOutIdx(got.outIdx, want.outIdx, 1, "decode (nVis > 512) vs reference") +
                           fixtures::explainFirstDifference(d, want, got.outIdx));
         return want.poolAfter;
     });
     coverage::cover("tie_at_rank_512", tie, kThresholdTieFloor);
+}
+
+QSA_PROP(Differential, DecodeSelectsAmongManyBlocks, 6) {
+    decodeSelectsAmongManyBlocks(false);
 }
 
 // ---- profile `fast` (contract section 9): the same cases, judged by E1-E5 instead of bit equality ----------
@@ -194,23 +210,7 @@ QSA_PROP(Differential, DecodeStepsHostilePoolWithinFastEnclosure, implOnGpu() ? 
 
 // nVis > 512 on tie-heavy logits: E4 judges B3's set exactly on the implementation's own logits.
 QSA_PROP(Differential, DecodeSelectsAmongManyBlocksFast, 6) {
-    int32_t const hi = implOnGpu() ? 4200 : 2200;
-    // The first case draws judgeable payloads (fast.h): six cases must not miss the floor by the draw.
-    DecodeChainSpec spec = manyBlocksTieSpec(hi);
-    fast::judgeableOnFirstCase(spec.act);
-    bool tie = false;
-    walkDecodeChain(spec, "differential", 1.0, [&](ref::DecodeCase& d, size_t k) {
-        RunOptions ro;
-        ro.readStages = true;
-        DecodeOut const got = runImplDecode(d, ro);
-        for (int32_t b = 0; b < d.batchSize; ++b) // ties among the implementation's own logits
-            if (ref::decodeRowValid(d.contextLengths[b], d.maxBlocks))
-                tie |= tiesAtRank(&got.logits[size_t(b) * d.maxBlocks], d.contextLengths[b] / 4);
-        std::string const m = fast::judgeDecodeStep(d, got, false);
-        QSA_REQUIRE_EMPTY(m.empty() ? "" : "decode (nVis > 512) step " + std::to_string(k) + ": " + m);
-        return got.pool;
-    });
-    coverage::cover("tie_at_rank_512", tie, kThresholdTieFloor);
+    decodeSelectsAmongManyBlocks(true);
 }
 
 // The chunked twins' case: B * S * MB > 8388608, so Rc < B * S and every batch is cut into chunks. No
@@ -243,18 +243,9 @@ QSA_PROP(Differential, ChunkedPrefillMatchesReference, implOnGpu() ? 10 : 1) {
     judgePrefillCase(spec, 0.0, 1.0, [&](ref::PrefillCase const& c, PrefillOut const& got) {
         QSA_REQUIRE_EMPTY(diffPrefillStages(c, got, referencePrefillStages(c)));
         QSA_REQUIRE_EMPTY(sampledRowsMismatch(c, got.outIdx, 16, spec.act.seed, "chunked prefill vs reference: row"));
-        size_t const W = ref::kIndexWidth;
         int32_t const b = spec.B - 1;
-        ref::PrefillCase const alone = subBatch(c, {b}, spec.S, spec.act);
-        PrefillOut const one = runImplPrefill(alone);
-        auto const first = got.outIdx.begin() + size_t(b) * spec.S * W;
-        auto const m = std::mismatch(one.outIdx.begin(), one.outIdx.end(), first);
-        if (m.first != one.outIdx.end()) {
-            size_t const e = size_t(m.first - one.outIdx.begin());
-            RC_FAIL("sequence " + std::to_string(b) + " row t=" + std::to_string(e / W) +
-                    " differs in the chunked batch "
-                    "from its run alone");
-        }
+        PrefillOut const one = runImplPrefill(subBatch(c, {b}, spec.S, spec.act));
+        QSA_REQUIRE_EMPTY(diffSequence(got, spec.S, b, one, spec.S, 0, spec.S, "in the chunked batch vs alone"));
     });
 }
 

@@ -354,6 +354,24 @@ std::vector<uint16_t> vTails(ref::DecodeCase const& d, std::vector<uint16_t> con
     return k;
 }
 
+// A float's bits and value: "0x........ (v)".
+std::string floatShown(float v) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "0x%08x (%.9g)", ref::floatBits(v), v);
+    return buf;
+}
+
+// E2 on one visible logit v, counted as judged (or unjudged: an interval that is not finite): "" when it lies in
+// its interval, else "got <v>, outside its interval [lo, hi] from <inputs> (E2)<eps>". NaN and -0.0 fail (section
+// 9.1: relu gives +0.0).
+std::string judgeLogit(float v, LogitBound const& lb, char const* inputs) {
+    (lb.ok ? tally().judgedElements : tally().unjudgedElements) += 1;
+    if (!(std::isnan(v) || ref::floatBits(v) == 0x80000000u || v < lb.lo || v > lb.hi))
+        return "";
+    return "got " + floatShown(v) + ", outside its interval " + interval(lb.lo, lb.hi) + " from " + inputs + " (E2)" +
+           epsTag();
+}
+
 } // namespace
 
 std::string judgeDecodeLogits(ref::DecodeCase const& d, DecodeOut const& got) {
@@ -368,22 +386,11 @@ std::string judgeDecodeLogits(ref::DecodeCase const& d, DecodeOut const& got) {
             ref::fast::logitBounds(d.dtype, &got.qNormed[size_t(b) * 512], k.data(), nVis, params());
         ++tl.judgedRows;
         for (int32_t g = 0; g < nVis; ++g) {
-            float const v = got.logits[size_t(b) * d.maxBlocks + g];
-            uint32_t const bits = ref::floatBits(v);
-            if (!bounds[g].ok) {
-                ++tl.unjudgedElements;
-            } else {
-                ++tl.judgedElements;
-            }
-            // NaN, -0.0 and values outside the interval fail (section 9.1: relu gives +0.0; E2).
-            if (std::isnan(v) || bits == 0x80000000u || v < bounds[g].lo || v > bounds[g].hi) {
-                char buf[64];
-                std::snprintf(buf, sizeof(buf), "0x%08x (%.9g)", bits, v);
+            std::string const m = judgeLogit(got.logits[size_t(b) * d.maxBlocks + g], bounds[g],
+                                             "the implementation's own qNormed and V-tail kbar");
+            if (!m.empty())
                 return "B2 logits (workspace slot, section 6) b=" + std::to_string(b) + " (ctx " + std::to_string(ctx) +
-                       ") block g=" + std::to_string(g) + ": got " + buf + ", outside its interval " +
-                       interval(bounds[g].lo, bounds[g].hi) +
-                       " from the implementation's own qNormed and V-tail kbar (E2)" + epsTag();
-            }
+                       ") block g=" + std::to_string(g) + ": " + m;
         }
     }
     return "";
@@ -412,27 +419,21 @@ std::string judgePrefillLogits(ref::PrefillCase const& c, PrefillOut const& got,
             float const* row = &logits[size_t(r - r0) * MB];
             tl.judgedRows += nv[i] > 0;
             for (int32_t g = 0; g < MB; ++g) {
-                float const v = row[g];
-                uint32_t const bits = ref::floatBits(v);
-                // The element and its value, built only for a failure (this loop meets millions of elements).
-                auto got = [&]() {
-                    char buf[64];
-                    std::snprintf(buf, sizeof(buf), "0x%08x (%.9g)", bits, v);
+                // The element, named only for a failure (this loop meets millions of elements).
+                auto where = [&]() {
                     return "K2 logits (stage launcher) b=" + std::to_string(b) + " t=" + std::to_string(t) + " (ctx " +
                            std::to_string(ctx) + ", nVis " + std::to_string(nv[i]) + ") block g=" + std::to_string(g) +
-                           ": got " + buf;
+                           ": ";
                 };
                 if (g >= nv[i]) {
-                    if (bits != 0xFF7FFFFFu)
-                        return got() + ", an invisible entry must be -FLT_MAX (0xff7fffff) (E5)";
+                    if (ref::floatBits(row[g]) != 0xFF7FFFFFu)
+                        return where() + "got " + floatShown(row[g]) +
+                               ", an invisible entry must be -FLT_MAX (0xff7fffff) (E5)";
                     continue;
                 }
-                LogitBound const& lb = all[i][size_t(g)];
-                (lb.ok ? tl.judgedElements : tl.unjudgedElements) += 1;
-                // NaN, -0.0 and values outside the interval fail (section 9.1: relu gives +0.0; E2).
-                if (std::isnan(v) || bits == 0x80000000u || v < lb.lo || v > lb.hi)
-                    return got() + ", outside its interval " + interval(lb.lo, lb.hi) +
-                           " from the launchers' own qNormed and kbar (E2)" + epsTag();
+                std::string const m = judgeLogit(row[g], all[i][size_t(g)], "the launchers' own qNormed and kbar");
+                if (!m.empty())
+                    return where() + m;
             }
         }
         lo = hi;
@@ -513,17 +514,14 @@ std::string judgeDecodeSelection(ref::DecodeCase const& d, DecodeOut const& got)
     return "";
 }
 
-std::string judgeDecodeRest(ref::DecodeCase const& d, DecodeOut const& got, bool hardened) {
-    std::string const m = judgeDecodePool(d, got, hardened);
-    return m.empty() ? judgeDecodeSelection(d, got) : m;
-}
-
 std::string judgeDecodeStep(ref::DecodeCase const& d, DecodeOut const& got, bool hardened) {
     std::string m = judgeDecodeQ(d, got);
     if (m.empty())
         m = judgeDecodeLogits(d, got);
     if (m.empty())
-        m = judgeDecodeRest(d, got, hardened);
+        m = judgeDecodePool(d, got, hardened);
+    if (m.empty())
+        m = judgeDecodeSelection(d, got);
     return m;
 }
 

@@ -59,13 +59,11 @@ std::string judgePrefillPool(ref::PrefillCase const& c, PrefillOut const& got);
 // hardened: section 8's hardened reading of the pool (a block completed over an unusable K-tail is written
 // from +0.0 reads and judged so); at core that V-tail may or may not be written and is not judged.
 std::string judgeDecodeStep(ref::DecodeCase const& d, DecodeOut const& got, bool hardened);
-// Its parts: B1's q (E1); B2's logits (E2); the rest (completed block's V-tail E1, E4, E5).
+// Its parts: B1's q (E1); B2's logits (E2); what needs neither qNormed nor logits (pool cells, split counters,
+// invalid rows all -1, the completed block's V-tail E1); the rows' selection (E4 on got.logits, K4 exact; qNormed
+// only for the ambiguity count).
 std::string judgeDecodeQ(ref::DecodeCase const& d, DecodeOut const& got);
 std::string judgeDecodeLogits(ref::DecodeCase const& d, DecodeOut const& got);
-std::string judgeDecodeRest(ref::DecodeCase const& d, DecodeOut const& got, bool hardened);
-// The rest in two: what needs neither qNormed nor logits (pool cells, split counters, invalid rows all -1,
-// the completed block's V-tail E1), and the rows' selection (E4 on got.logits, K4 exact; qNormed only for
-// the ambiguity count).
 std::string judgeDecodePool(ref::DecodeCase const& d, DecodeOut const& got, bool hardened);
 std::string judgeDecodeSelection(ref::DecodeCase const& d, DecodeOut const& got);
 

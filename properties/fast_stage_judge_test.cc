@@ -9,6 +9,7 @@
 
 #include "properties/fast_judges.h"
 #include "properties/generators.h"
+#include "properties/prop.h"
 #include "reference/numerics.h"
 #include "reference/stages.h"
 
@@ -35,12 +36,9 @@ Staged staged(ref::DType dt) {
     Staged s;
     s.c = toCase(spec);
     int32_t const B = s.c.batchSize, S = s.c.seqLen, MB = (S + 3) / 4;
-    s.got.qNormed.resize(size_t(B) * S * 512);
-    s.got.kbar.resize(size_t(B) * MB * 128);
-    ref::qPrep(dt, s.got.qNormed.data(), s.c.indexQk.data(), s.c.cosSin.data(), s.c.contextLengths.data(),
-               s.c.wQ.data(), s.c.rmsEps, B, S);
-    ref::kCompress(dt, s.got.kbar.data(), s.c.indexQk.data(), s.c.cosSin.data(), s.c.contextLengths.data(),
-                   s.c.wK.data(), s.c.rmsEps, B, S, MB, 0, MB, 0);
+    PrefillStages st = referencePrefillStages(s.c);
+    s.got.qNormed = std::move(st.qNormed);
+    s.got.kbar = std::move(st.kbar);
     s.logits.resize(size_t(B) * S * MB);
     ref::scores(dt, s.logits.data(), s.got.qNormed.data(), s.got.kbar.data(), s.c.contextLengths.data(), B, S, 0,
                 B * S);

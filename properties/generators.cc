@@ -24,10 +24,7 @@ namespace qsa {
 namespace prop {
 namespace {
 
-// splitmix64 of x: the first output of testing/rng.h's generator seeded with x.
-uint64_t mix(uint64_t x) {
-    return testlib::Rng(x).next();
-}
+using testlib::mix;
 
 uint16_t subnormalT(DType dt, uint64_t r) {
     uint16_t const sign = (r >> 40) & 1 ? 0x8000 : 0;
@@ -121,14 +118,6 @@ template <typename E, size_t N>
 char const* nameIn(char const* const (&names)[N], E e) {
     size_t const i = size_t(e);
     return i < N ? names[i] : "?";
-}
-
-char const* name(Payload p) {
-    return nameIn(kPayloadNames, p);
-}
-
-char const* name(Ties t) {
-    return nameIn(kTiesNames, t);
 }
 
 void printVec(std::ostream& os, std::vector<int32_t> const& v) {
@@ -722,7 +711,8 @@ rc::Gen<DecodeChainSpec> genDecodeChainSpec(int32_t maxL, int32_t maxSteps, bool
 // ---- printing -------------------------------------------------------------------------------------
 
 std::ostream& operator<<(std::ostream& os, ActSpec const& a) {
-    os << (a.dtype == DType::kHalf ? "half" : "bf16") << " payload=" << name(a.payload) << " ties=" << name(a.ties);
+    os << (a.dtype == DType::kHalf ? "half" : "bf16") << " payload=" << nameIn(kPayloadNames, a.payload)
+       << " ties=" << nameIn(kTiesNames, a.ties);
     if (a.ties == Ties::kDupBlocks)
         os << "(" << a.distinctBlocks << " distinct blocks)";
     os << " rope=" << (a.rope == Rope::kReal ? "theta1e4" : (a.rope == Rope::kModel ? "theta1e7" : "identity"))
@@ -743,19 +733,11 @@ std::ostream& operator<<(std::ostream& os, PoolSpec const& p) {
     return os << " seed=" << p.seed << "}";
 }
 
-char const* name(Regime r) {
-    return nameIn(kRegimeNames, r);
-}
-
-char const* name(ChunkAt c) {
-    return nameIn(kChunkAtNames, c);
-}
-
 std::ostream& operator<<(std::ostream& os, PrefillSpec const& s) {
     int64_t const rows = int64_t(s.B) * s.S;
-    os << "prefill[" << name(s.regime);
+    os << "prefill[" << nameIn(kRegimeNames, s.regime);
     if (s.chunkAt != ChunkAt::kNone)
-        os << " boundary " << name(s.chunkAt);
+        os << " boundary " << nameIn(kChunkAtNames, s.chunkAt);
     os << "] B=" << s.B << " S=" << s.S << " MB=" << ceilDiv(s.S, 4) << " Rc=" << ref::prefillChunkRows(s.B, s.S)
        << (ref::prefillChunkRows(s.B, s.S) < rows ? "(chunked)" : "") << " ctx=";
     printVec(os, s.ctx);
@@ -766,7 +748,7 @@ std::ostream& operator<<(std::ostream& os, PrefillSpec const& s) {
 }
 
 std::ostream& operator<<(std::ostream& os, DecodeChainSpec const& s) {
-    os << "decode-chain[" << name(s.regime) << "] B=" << s.B << " L=";
+    os << "decode-chain[" << nameIn(kRegimeNames, s.regime) << "] B=" << s.B << " L=";
     printVec(os, s.L);
     os << " steps=" << s.steps << " " << s.act << " " << s.pool << (s.splitCounters ? " splitCounters" : "")
        << " extraBlocks=" << s.extraBlocks;

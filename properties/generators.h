@@ -227,10 +227,7 @@ std::vector<float> makeCosSin(Rope r, int32_t rows);
 std::vector<uint16_t> makeGamma(ActSpec const& a, bool isK);
 void poisonRow(DType dt, uint64_t seed, uint16_t* row640);
 
-// Pool canaries: canary / isCanary in pool_cells.h.
-
-char const* name(Regime r);
-char const* name(ChunkAt c);
+// Pool canaries: canary in pool_cells.h.
 
 std::ostream& operator<<(std::ostream& os, ActSpec const& a);
 std::ostream& operator<<(std::ostream& os, PoolSpec const& p);

@@ -9,15 +9,6 @@
 
 namespace qsa {
 namespace prop {
-namespace {
-
-// splitmix64 of x: the first output of testing/rng.h's generator seeded with x (as generators.cc's mix).
-uint64_t mixCanary(uint64_t x) {
-    return testlib::Rng(x).next();
-}
-
-} // namespace
-
 size_t tailElement(ref::PoolDims const& d, int32_t page, int32_t row) {
     return (size_t(page) * 128 + row) * d.numKVHeads * d.poolHeadDim + d.headSize;
 }
@@ -40,11 +31,6 @@ void markVTail(CellPlan& plan, ref::HostPool const& p, int32_t b, int32_t g, Cel
     size_t const e = tailElement(p.dims, page, (4 * g) & 127);
     for (int i = 0; i < 128; ++i)
         plan.rule[e + i] = rule;
-}
-
-bool validDecodeRow(ref::DecodeCase const& c, int32_t b) {
-    int32_t const ctx = c.contextLengths[b];
-    return !(ctx < 1 || ctx / 4 > c.maxBlocks); // floor rule, contract section 5
 }
 
 void markKTail(CellPlan& plan, ref::HostPool const& p, int32_t b, int32_t t, uint16_t const* rawK) {
@@ -77,8 +63,8 @@ CellPlan decodeCellPlan(ref::DecodeCase const& c, bool hardened) {
     CellPlan plan(c.pool.data.size());
     for (int32_t b = 0; b < c.batchSize; ++b) {
         int32_t const ctx = c.contextLengths[b];
-        if (!validDecodeRow(c, b))
-            continue; // invalid row (contract section 5): no pool cell
+        if (!ref::decodeRowValid(ctx, c.maxBlocks))
+            continue; // invalid row (contract section 5, the floor rule): no pool cell
         if (ctx % 4 != 0) {
             markKTail(plan, c.pool, b, ctx - 1, &c.indexQk[size_t(b) * 640 + 512]);
         } else {
@@ -94,7 +80,7 @@ CellPlan decodeCellPlan(ref::DecodeCase const& c, bool hardened) {
 bool completesBlockOverKHole(ref::DecodeCase const& c) {
     for (int32_t b = 0; b < c.batchSize; ++b) {
         int32_t const ctx = c.contextLengths[b];
-        if (validDecodeRow(c, b) && ctx % 4 == 0 && usablePage(c.pool, b, 0, ctx - 4) < 0 &&
+        if (ref::decodeRowValid(ctx, c.maxBlocks) && ctx % 4 == 0 && usablePage(c.pool, b, 0, ctx - 4) < 0 &&
             usablePage(c.pool, b, 1, ctx - 4) >= 0)
             return true;
     }
@@ -124,7 +110,7 @@ std::string checkCellPlan(CellPlan const& plan, std::vector<uint16_t> const& bef
             }
             break;
         case CellRule::kWritten:
-            if (isCanary(dt, e, before[e]) && after[e] == before[e]) {
+            if (before[e] == canary(dt, e) && after[e] == before[e]) {
                 return "V-tail cell of a valid block was not written at " + where(e);
             }
             break;
@@ -144,13 +130,9 @@ std::string poolCell(ref::PoolDims const& d, size_t e) {
 }
 
 uint16_t canary(ref::DType dt, size_t element) {
-    uint64_t const h = mixCanary(element * 0x2545F4914F6CDD1Dull);
+    uint64_t const h = testlib::mix(element * 0x2545F4914F6CDD1Dull);
     uint16_t const sign = (h >> 33) & 1 ? 0x8000 : 0;
     return dt == ref::DType::kHalf ? uint16_t(sign | (0x7C01 + h % 0x300)) : uint16_t(sign | (0x7F81 + h % 0x70));
-}
-
-bool isCanary(ref::DType dt, size_t element, uint16_t v) {
-    return v == canary(dt, element);
 }
 
 } // namespace prop

@@ -45,7 +45,6 @@ std::string poolCell(ref::PoolDims const& d, size_t e);
 
 // Pool canary: a non-canonical NaN of T unique-ish per element (no cast ever produces it).
 uint16_t canary(ref::DType dt, size_t element);
-bool isCanary(ref::DType dt, size_t element, uint16_t v);
 
 } // namespace prop
 } // namespace qsa

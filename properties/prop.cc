@@ -268,18 +268,11 @@ std::string diffOutIdx(std::vector<int32_t> const& got, std::vector<int32_t> con
         os << what << ": outIdx has " << got.size() << " entries, expected " << want.size();
         return os.str();
     }
-    size_t first = got.size(), count = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-        if (got[i] != want[i]) {
-            if (first == got.size())
-                first = i;
-            ++count;
-        }
-    }
-    if (count == 0)
+    testlib::BitsDiff const d = testlib::findBitsDiff(got.data(), want.data(), got.size(), sizeof(int32_t));
+    if (d.count == 0)
         return "";
-    size_t const row = first / ref::kIndexWidth;
-    os << what << ": " << count << " outIdx entries differ; first at row b=" << row / S << " t=" << row % S << " col "
+    size_t const first = d.shown[0], row = first / ref::kIndexWidth;
+    os << what << ": " << d.count << " outIdx entries differ; first at row b=" << row / S << " t=" << row % S << " col "
        << first % ref::kIndexWidth << ": got " << got[first] << ", expected " << want[first];
     return os.str();
 }
@@ -291,16 +284,28 @@ std::string diffPool(std::vector<uint16_t> const& got, std::vector<uint16_t> con
         os << what << ": pool has " << got.size() << " elements, expected " << want.size();
         return os.str();
     }
-    size_t count = 0, first = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-        if (got[i] != want[i] && count++ == 0)
-            first = i;
-    }
-    if (count == 0)
+    testlib::BitsDiff const bd = testlib::findBitsDiff(got.data(), want.data(), got.size(), sizeof(uint16_t));
+    if (bd.count == 0)
         return "";
-    os << what << ": " << count << " pool elements differ; first at " << poolCell(d, first) << ": got 0x" << std::hex
+    size_t const first = bd.shown[0];
+    os << what << ": " << bd.count << " pool elements differ; first at " << poolCell(d, first) << ": got 0x" << std::hex
        << got[first] << ", expected 0x" << want[first] << std::dec;
     return os.str();
+}
+
+std::string diffSequence(PrefillOut const& a, int32_t sa, int32_t from, PrefillOut const& b, int32_t sb, int32_t to,
+                         int32_t rows, char const* what) {
+    size_t const W = ref::kIndexWidth;
+    for (int32_t t = 0; t < rows; ++t) {
+        auto const* x = &a.outIdx[(size_t(from) * sa + t) * W];
+        auto const* y = &b.outIdx[(size_t(to) * sb + t) * W];
+        auto const m = std::mismatch(x, x + W, y);
+        if (m.first != x + W) {
+            return std::string(what) + ": sequence " + std::to_string(from) + " row t=" + std::to_string(t) + " col " +
+                   std::to_string(m.first - x) + ": " + std::to_string(*m.first) + " vs " + std::to_string(*m.second);
+        }
+    }
+    return "";
 }
 
 namespace {
@@ -312,14 +317,12 @@ template <typename E>
 std::string diffStage(char const* stage, char const* slot, std::vector<E> const& got, std::vector<E> const& want,
                       ref::DType dt, size_t rowElems, char const* colName, std::function<std::string(size_t)> rowName,
                       char const* against, std::function<size_t(size_t)> compared = nullptr) {
-    testlib::BitsDiffOpts o;
-    o.what = std::string(stage) + " (workspace slot " + slot + ", contract section 6) differs from " + against;
-    o.rowWidth = rowElems;
+    testlib::BitsDiffOpts o = testlib::tRowOpts(std::string(stage) + " (workspace slot " + slot +
+                                                    ", contract section 6) differs from " + against,
+                                                rowElems, ref::toFloatOf(dt));
     o.rowName = std::move(rowName);
     o.colName = colName;
     o.compared = std::move(compared);
-    o.value = testlib::BitsValue::kT;
-    o.tValue = ref::toFloatOf(dt);
     return testlib::bitsDiffReport(got, want, o);
 }
 

@@ -100,6 +100,10 @@ std::string diffOutIdx(std::vector<int32_t> const& got, std::vector<int32_t> con
 std::string diffPool(std::vector<uint16_t> const& got, std::vector<uint16_t> const& want, ref::PoolDims const& d,
                      char const* what);
 // poolCell (pool element e as "page P (K plane|V plane) row R head H col C"): pool_cells.h.
+// Rows [0, rows) of sequence `from` of `a` (seqLen sa) equal rows of sequence `to` of `b` (seqLen sb): "" when they
+// do, else "<what>: sequence <from> row t=.. col ..: <a's> vs <b's>" for the first entry that differs.
+std::string diffSequence(PrefillOut const& a, int32_t sa, int32_t from, PrefillOut const& b, int32_t sb, int32_t to,
+                         int32_t rows, char const* what);
 
 // ---- stage outputs read back from the workspace (contract section 6, last paragraph) ------------------
 

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "properties/harness.h"
+#include "properties/pool_cells.h"
 #include "reference/numerics.h"
 #include "reference/rowops.h"
 
@@ -113,15 +114,11 @@ void scanPayload(DType dt, uint16_t const* v, size_t n, bool* nonFiniteSeen, boo
 
 // The kbar of the V-tails that B2 of row b reads (blocks g < ctx / 4 whose page entry is in its plane).
 void scanVTails(ref::DecodeCase const& d, int32_t b, int32_t ctx, bool* nonFiniteSeen, bool* hugeSeen) {
-    ref::PoolDims const& p = d.pool.dims;
     for (int32_t g = 0; g < ctx / 4; ++g) {
-        int32_t const slot = (4 * g) >> 7;
-        if (slot >= p.maxPagesPerSeq)
-            return;
-        int32_t const id = d.pool.pageTable[(size_t(b) * 2 + 1) * p.maxPagesPerSeq + slot];
-        if (id < p.numPages || id >= 2 * p.numPages)
+        int32_t const page = usablePage(d.pool, b, 1, 4 * g);
+        if (page < 0)
             continue; // a hole or out of plane: never read
-        size_t const at = ((size_t(id) * 128 + ((4 * g) & 127)) * p.numKVHeads) * p.poolHeadDim + p.headSize;
+        size_t const at = tailElement(d.pool.dims, page, (4 * g) & 127);
         if (at + 128 <= d.pool.data.size())
             scanPayload(d.dtype, &d.pool.data[at], 128, nonFiniteSeen, hugeSeen);
     }
@@ -140,8 +137,10 @@ DecodeRegions decodeRegions(std::vector<ref::DecodeCase> const& steps) {
             if (ctx < 1 || ctx / 4 > d.maxBlocks) {
                 bool unusedHuge = false;
                 scanPayload(d.dtype, row, 640, &r.nonFiniteInvalid, &unusedHuge);
+                r.invalidRow = true;
                 continue; // invalid row: touches nothing
             }
+            r.validAtFloorEdge |= ctx / 4 == d.maxBlocks && ctx % 4 != 0;
             scanPayload(d.dtype, row, 640, &r.nonFiniteValid, &r.huge);
             if (step == 0)
                 scanVTails(d, b, ctx, &r.nonFiniteValid, &r.huge);

@@ -45,6 +45,9 @@ struct DecodeRegions {
     bool huge = false;             // magnitude >= 2^14 (half) / 2^56 (bf16), or inf
     bool nonFiniteValid = false;   // NaN / Inf
     bool nonFiniteInvalid = false; // NaN / Inf in the input of an invalid row (which must stay inert)
+    // Not in named(): covered by decode_stages_test and counted by the corpus under their own names.
+    bool invalidRow = false;       // a row with ctx < 1 or ctx / 4 > maxBlocks (contract section 5)
+    bool validAtFloorEdge = false; // a valid row with ctx / 4 == maxBlocks < ceilDiv(ctx, 4)
 };
 // Regions of the steps of a chain (ctx per step and row), on the chain's page table.
 DecodeRegions decodeRegions(std::vector<ref::DecodeCase> const& steps);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace qsa {
@@ -35,6 +36,17 @@ struct BitsDiffOpts {
     float (*tValue)(uint16_t) = nullptr; // of kT: T's exact cast to float (ref::toFloatOf(dt))
     size_t maxPrint = 1;                 // differing elements shown
 };
+
+// Rows of rowWidth elements whose 2-byte ones are T, shown by tValue (ref::toFloatOf(dt)): the kernel tests' and the
+// stage properties' options.
+inline BitsDiffOpts tRowOpts(std::string what, size_t rowWidth, float (*tValue)(uint16_t)) {
+    BitsDiffOpts o;
+    o.what = std::move(what);
+    o.rowWidth = rowWidth;
+    o.value = BitsValue::kT;
+    o.tValue = tValue;
+    return o;
+}
 
 // The differing elements of got vs want (n elements of elemBytes bytes each, under o.rowWidth / o.compared).
 struct BitsDiff {

@@ -60,5 +60,10 @@ private:
     uint64_t state_;
 };
 
+// splitmix64 of x: the first output of Rng(x) (a seed derived from x, e.g. per element or per fixture).
+inline uint64_t mix(uint64_t x) {
+    return Rng(x).next();
+}
+
 } // namespace testlib
 } // namespace qsa

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -291,63 +290,6 @@ int laneId() {
 }
 
 } // namespace simt
-
-namespace {
-// Whether m * m * x > 1 (1), == 1 (0) or < 1 (-1), exactly, for m > 0 with at most 25 significant bits and a
-// finite float x > 0: m = M 2^a, x = X 2^b with integers M < 2^26, X < 2^24, so M^2 X < 2^76 and the
-// comparison is M^2 X against 2^-(2a + b).
-int compareSquareTimesX(double m, float x) {
-    int a = 0, b = 0;
-    double const fm = std::frexp(m, &a);                               // m = fm 2^a, fm in [0.5, 1)
-    auto const M = static_cast<unsigned __int128>(std::ldexp(fm, 26)); // exact: <= 25 significant bits
-    a -= 26;
-    float const fx = std::frexp(x, &b);
-    auto const X = static_cast<unsigned __int128>(std::ldexp(static_cast<double>(fx), 24));
-    b -= 24;
-    unsigned __int128 const p = M * M * X;
-    int const k = -(2 * a + b); // compare p with 2^k
-    if (k < 0) {
-        return 1; // p >= 1 > 2^k
-    }
-    if (k >= 127) {
-        return -1; // p < 2^76 <= 2^k
-    }
-    unsigned __int128 const one = static_cast<unsigned __int128>(1) << k;
-    return p > one ? 1 : (p == one ? 0 : -1);
-}
-} // namespace
-
-float __frsqrt_rn(float x) {
-    if (std::isnan(x)) {
-        return x;
-    }
-    if (x == 0.0f) {
-        return std::signbit(x) ? -INFINITY : INFINITY;
-    }
-    if (x < 0.0f) {
-        return NAN;
-    }
-    if (std::isinf(x)) {
-        return 0.0f;
-    }
-    // A candidate within an ulp (three roundings through double), then the correctly rounded neighbour: r is it
-    // iff 1/sqrt(x) lies between r's midpoints to its neighbours, i.e. hiMid^2 x > 1 > loMid^2 x (never a tie:
-    // a midpoint has an odd 25th significant bit).
-    float r = static_cast<float>(1.0 / std::sqrt(static_cast<double>(x)));
-    for (int iter = 0; iter < 4; ++iter) {
-        double const rd = r;
-        double const hiMid = rd + (static_cast<double>(std::nextafter(r, INFINITY)) - rd) * 0.5;
-        double const loMid = rd - (rd - static_cast<double>(std::nextafter(r, 0.0f))) * 0.5;
-        if (compareSquareTimesX(hiMid, x) < 0) {
-            r = std::nextafter(r, INFINITY);
-        } else if (compareSquareTimesX(loMid, x) > 0) {
-            r = std::nextafter(r, 0.0f);
-        } else {
-            break;
-        }
-    }
-    return r;
-}
 
 [[noreturn]] void notEmulated(char const* what) {
     std::fprintf(stderr, "simt: %s is not emulated (only exactly rounded float operations are)\n", what);

@@ -4,8 +4,8 @@
 // missing barrier usually shows as a wrong value, but the memory model is not checked (compute-sanitizer on the GPU
 // does).
 // - Arithmetic: the _rn add, subtract, multiply and fmaf are the host's IEEE binary32 operations (x86-64 SSE, no
-//   flush to zero): the same bits as the device's. __frsqrt_rn is correctly rounded in integers (simt.cc;
-//   //kernels:simt_numerics_test against the reference). Approximations (rsqrtf, fast-math intrinsics) abort.
+//   flush to zero): the same bits as the device's. __frsqrt_rn is the reference's correctly rounded 1/sqrt
+//   (kernels/simt_rsqrt.cc). Approximations (rsqrtf, fast-math intrinsics) abort.
 //   Half and bf16 conversions are cuda_fp16.h's and cuda_bf16.h's own host code.
 // - Supported: 1-D..3-D grids and blocks, static __shared__ (one instance per kernel) and dynamic shared memory,
 //   both poisoned with 0xCD when a block first reaches them and followed by a guard checked at the block's end,
@@ -151,7 +151,6 @@ cudaError_t cudaMemcpyToSymbolAsync(T const& symbol, void const* src, size_t cou
 // switches to it (fibers switch only through the scheduler, so each sees its own).
 extern uint3 threadIdx, blockIdx;
 extern dim3 blockDim, gridDim;
-constexpr int warpSize = 32;
 
 inline void __syncthreads() {
     ::simt::syncThreads();
@@ -172,12 +171,6 @@ T __shfl_up_sync(unsigned mask, T v, unsigned d, int width = 32) {
     return ::simt::shfl("__shfl_up_sync", mask, v, (s & ~(width - 1)) == (l & ~(width - 1)) ? s : l);
 }
 template <typename T>
-T __shfl_down_sync(unsigned mask, T v, unsigned d, int width = 32) {
-    int const l = ::simt::laneId();
-    int const s = l + static_cast<int>(d);
-    return ::simt::shfl("__shfl_down_sync", mask, v, (s & ~(width - 1)) == (l & ~(width - 1)) ? s : l);
-}
-template <typename T>
 T __shfl_xor_sync(unsigned mask, T v, int m, int width = 32) {
     int const l = ::simt::laneId();
     int const s = l ^ m;
@@ -191,12 +184,6 @@ inline unsigned __ballot_sync(unsigned mask, int pred) {
         b |= static_cast<unsigned>(all[i] != 0) << i;
     }
     return b;
-}
-inline int __any_sync(unsigned mask, int pred) {
-    return __ballot_sync(mask, pred) != 0;
-}
-inline int __all_sync(unsigned mask, int pred) {
-    return __ballot_sync(mask, pred) == mask;
 }
 template <typename T>
 unsigned __match_any_sync(unsigned mask, T v) {
@@ -212,7 +199,7 @@ unsigned __match_any_sync(unsigned mask, T v) {
 
 // The correctly rounded float operations: the host's IEEE binary32 arithmetic in round-to-nearest-even without
 // flush to zero gives the same bits as the device's _rn intrinsics (x86-64 SSE; fmaf is glibc's correctly
-// rounded fma). Approximations (rsqrtf, __frsqrt_rn, fast-math intrinsics) are not emulated: they abort.
+// rounded fma). Approximations (rsqrtf, fast-math intrinsics) are not emulated: they abort.
 inline float __fadd_rn(float a, float b) {
     return a + b;
 }
@@ -222,11 +209,8 @@ inline float __fsub_rn(float a, float b) {
 inline float __fmul_rn(float a, float b) {
     return a * b;
 }
-inline float __fmaf_rn(float a, float b, float c) {
-    return std::fma(a, b, c);
-}
-// The correctly rounded 1/sqrt: exact (simt.cc decides the rounding in integers), with the device's special
-// values (NaN -> itself, +-0 -> +-inf, negative -> NaN, +inf -> +0).
+// The correctly rounded 1/sqrt, with the device's special values (NaN -> itself, +-0 -> +-inf, negative -> NaN,
+// +inf -> +0): defined by kernels/simt_rsqrt.cc as the reference's (testing/ depends on no reference).
 float __frsqrt_rn(float x);
 [[noreturn]] void notEmulated(char const* what);
 inline float rsqrtf(float) {
@@ -237,24 +221,8 @@ inline float rsqrtf(float) {
 inline int __popc(unsigned x) {
     return __builtin_popcount(x);
 }
-inline int __popcll(unsigned long long x) {
-    return __builtin_popcountll(x);
-}
 inline int __ffs(int x) {
     return __builtin_ffs(x);
-}
-inline int __ffsll(long long x) {
-    return __builtin_ffsll(x);
-}
-inline int __clz(int x) {
-    return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x));
-}
-inline unsigned __brev(unsigned x) {
-    unsigned r = 0;
-    for (int i = 0; i < 32; ++i) {
-        r |= ((x >> i) & 1u) << (31 - i);
-    }
-    return r;
 }
 inline unsigned __float_as_uint(float f) {
     unsigned u;
@@ -265,11 +233,6 @@ inline float __uint_as_float(unsigned u) {
     float f;
     std::memcpy(&f, &u, 4);
     return f;
-}
-inline int __float_as_int(float f) {
-    int u;
-    std::memcpy(&u, &f, 4);
-    return u;
 }
 // PTX prmt in its default mode: byte n of the result is byte (s >> 4n) & 7 of {y:x}, sign-replicated when
 // bit 3 of that selector nibble is set.
@@ -286,11 +249,6 @@ inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
     }
     return r;
 }
-inline float __int_as_float(int u) {
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
 // CUDA's integer min and max, one pair per type (the overloads of the device's, no template).
 #define SIMT_MIN_MAX(T)                                                                                                \
     inline T min(T a, T b) {                                                                                           \
@@ -301,9 +259,7 @@ inline float __int_as_float(int u) {
     }
 SIMT_MIN_MAX(int)
 SIMT_MIN_MAX(unsigned)
-SIMT_MIN_MAX(long long)
 SIMT_MIN_MAX(long)
-SIMT_MIN_MAX(unsigned long long)
 #undef SIMT_MIN_MAX
 // Fibers run one at a time, so an atomic is a read-modify-write with no interleaving.
 namespace simt {
@@ -318,28 +274,6 @@ template <typename T>
 T atomicAdd(T* p, T v) {
     return ::simt::readModifyWrite(p, [v](T o) { return o + v; });
 }
-template <typename T>
-T atomicMax(T* p, T v) {
-    return ::simt::readModifyWrite(p, [v](T o) { return o > v ? o : v; });
-}
-template <typename T>
-T atomicMin(T* p, T v) {
-    return ::simt::readModifyWrite(p, [v](T o) { return o < v ? o : v; });
-}
-template <typename T>
-T atomicOr(T* p, T v) {
-    return ::simt::readModifyWrite(p, [v](T o) { return o | v; });
-}
-template <typename T>
-T atomicExch(T* p, T v) {
-    return ::simt::readModifyWrite(p, [v](T) { return v; });
-}
-template <typename T>
-T atomicCAS(T* p, T cmp, T v) {
-    return ::simt::readModifyWrite(p, [cmp, v](T o) { return o == cmp ? v : o; });
-}
-inline void __threadfence() {}
-inline void __threadfence_block() {}
 template <typename T>
 T __ldg(T const* p) {
     return *p;

@@ -47,9 +47,6 @@ extern "C" {
 cudaError_t cudaGetLastError(void) {
     return cudaSuccess;
 }
-cudaError_t cudaPeekAtLastError(void) {
-    return cudaSuccess;
-}
 char const* cudaGetErrorName(cudaError_t e) {
     return e == cudaSuccess ? "cudaSuccess" : "cudaErrorSimt";
 }
@@ -58,13 +55,6 @@ char const* cudaGetErrorString(cudaError_t e) {
 }
 cudaError_t cudaGetDevice(int* device) {
     *device = 0;
-    return cudaSuccess;
-}
-cudaError_t cudaSetDevice(int) {
-    return cudaSuccess;
-}
-cudaError_t cudaGetDeviceCount(int* count) {
-    *count = 1;
     return cudaSuccess;
 }
 // An H200's values for the attributes the launchers read.
@@ -123,15 +113,9 @@ cudaError_t cudaMemcpy(void* dst, void const* src, size_t bytes, enum cudaMemcpy
     std::memmove(dst, src, bytes);
     return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void* dst, void const* src, size_t bytes, enum cudaMemcpyKind kind, cudaStream_t) {
-    return cudaMemcpy(dst, src, bytes, kind);
-}
 cudaError_t cudaMemset(void* p, int value, size_t bytes) {
     std::memset(p, value, bytes);
     return cudaSuccess;
-}
-cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
-    return cudaMemset(p, value, bytes);
 }
 cudaError_t cudaStreamCreate(cudaStream_t* s) {
     *s = nullptr;
