@@ -1,6 +1,5 @@
-// certify's run (//tools:certify), after the plan: the job queues, workers and progress display
-// (certify_schedule.cc), one child per job and its JSON result (certify_jobs.cc), the certificate
-// (certify_report.cc).
+// certify's run (//tools:certify), after the plan: the job queues, workers and progress display, one child per
+// job and its JSON result (certify_schedule.cc), the certificate (certify_report.cc).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -60,9 +59,6 @@ struct GpuRun {
     std::map<std::string, nlohmann::json> suites;     // binary -> result
 };
 
-// A property's result without its child: id, seed, level, profile, RC_PARAMS, `verdict`, no failure.
-nlohmann::json propertyStub(PropertyPlan const& p, char const* verdict);
-
 // A fresh output tree (only the parts certify owns): outDir/gpu<index>/logs for every GPU of the plan.
 std::vector<GpuRun> prepareRuns(Plan const& plan);
 
@@ -70,26 +66,6 @@ std::vector<GpuRun> prepareRuns(Plan const& plan);
 // QSA_NOT_JUDGED line is printed and it is recorded NOT_JUDGED; a suite whose binary is missing is recorded
 // with its error.
 void runJobs(Options const& o, Plan const& plan, std::vector<GpuRun>& runs, Progress& progress);
-
-// ---- jobs (certify_jobs.cc): each runs one child pinned to its GPU through tools/engine.sh (certify_plan.h), with
-// the environment of a `bazel test` run of its own (runfiles, undeclared-outputs and temp directories, gtest JSON
-// output, RC_PARAMS with the property's fixed seed, QSA_BUDGET_SCALE) and turns what it left into one JSON leaf of
-// the certificate and one event line.
-
-// One property of a contract binary: --gtest_filter=<id>, its RC_PARAMS; PASS only when the child exited 0 and
-// its gtest JSON has the property passed.
-nlohmann::json runProperty(Layout const& l, ContractPlan const& c, PropertyPlan const& p, GpuRun& run, Options const& o,
-                           Progress& progress);
-
-// A whole gtest binary as one child; every test becomes a check with its registry level/profile (the fixture
-// replay's tests name their failed checks in QSA_CHECK_FAILED lines).
-nlohmann::json runSuite(Layout const& l, SuitePlan const& s, GpuRun& run, Options const& o,
-                        checks::Selection const& sel, Progress& progress);
-
-// tools/exhaustive_primitives with `threads` CPU threads (--simulate in a CPU dry run); its progress lines feed
-// progress.exhaustiveDone[slot]. FAIL on any mismatch, a child error, or a result from another GPU.
-nlohmann::json runExhaustive(Layout const& l, GpuRun& run, Options const& o, int threads, Progress& progress,
-                             size_t slot);
 
 // ---- the certificate (certify_report.cc): the results with the build, CUDA runtime and driver, git commit and
 // budget, the verdicts (certify_core.h computeVerdicts) and the compute-sanitizer part (certify_sanitize.h).
