@@ -1,7 +1,7 @@
-// certify's schedule (certify_schedule.h): the progress display, the output tree, the jobs (one gtest child with its
+// certify's schedule (certify_plan.h): the progress display, the output tree, the jobs (one gtest child with its
 // files under the GPU's run directory, and what a property, a whole binary and the exhaustive checks make of their
 // child's exit, output and JSON), the job queues and their worker threads, and the jobs --time-limit leaves unrun.
-#include "tools/certify_schedule.h"
+#include "tools/certify_plan.h"
 
 #include <unistd.h>
 
