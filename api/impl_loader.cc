@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -146,16 +147,7 @@ std::string cudaVersionString(int v) {
 
 // The child's side of probeLibrary(): writes "@stage ..." lines as it goes and ends with "@ok ..." or "@refused ...".
 int probeChild(int fd, std::string const& path, int driverVersion) {
-    auto say = [fd](std::string const& s) {
-        std::string line = s + "\n";
-        for (size_t done = 0; done < line.size();) {
-            ssize_t const n = write(fd, line.data() + done, line.size() - done);
-            if (n <= 0) {
-                return;
-            }
-            done += static_cast<size_t>(n);
-        }
-    };
+    auto say = [fd](std::string const& s) { dprintf(fd, "%s\n", s.c_str()); };
     say("@stage loading the library (dlopen, its constructors)");
     LoadedLibrary lib;
     std::string const err = openLibrary(path, lib);
