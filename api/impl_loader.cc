@@ -70,13 +70,6 @@ std::string demangleAll(std::string const& text) {
     return out;
 }
 
-std::string cudartAdvice(std::string const& soname) {
-    return "it needs the CUDA runtime " + soname +
-           " (linked shared), which this host's loader cannot find: the kit ships no CUDA runtime; link it "
-           "statically (nvcc's default, -cudart static) or put the directory of " +
-           soname + " on LD_LIBRARY_PATH";
-}
-
 } // namespace
 
 std::string openLibrary(std::string const& path, LoadedLibrary& out) {
@@ -100,7 +93,10 @@ std::string openLibrary(std::string const& path, LoadedLibrary& out) {
         std::string const why = e != nullptr ? e : "dlopen failed without a reason";
         for (std::string const& n : id.elf.needed) {
             if (cudartSonameMajor(n) >= 0 && why.find(n) != std::string::npos) {
-                return head + cudartAdvice(n) + " (" + why + ")";
+                return head + "it needs the CUDA runtime " + n +
+                       " (linked shared), which this host's loader cannot find: the kit ships no CUDA runtime; link "
+                       "it statically (nvcc's default, -cudart static) or put the directory of " +
+                       n + " on LD_LIBRARY_PATH (" + why + ")";
             }
         }
         return head + demangleAll(why);
