@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -69,13 +70,6 @@ std::string demangleAll(std::string const& text) {
     return out;
 }
 
-std::string cudartAdvice(std::string const& soname) {
-    return "it needs the CUDA runtime " + soname +
-           " (linked shared), which this host's loader cannot find: the kit ships no CUDA runtime; link it "
-           "statically (nvcc's default, -cudart static) or put the directory of " +
-           soname + " on LD_LIBRARY_PATH";
-}
-
 } // namespace
 
 std::string openLibrary(std::string const& path, LoadedLibrary& out) {
@@ -99,7 +93,10 @@ std::string openLibrary(std::string const& path, LoadedLibrary& out) {
         std::string const why = e != nullptr ? e : "dlopen failed without a reason";
         for (std::string const& n : id.elf.needed) {
             if (cudartSonameMajor(n) >= 0 && why.find(n) != std::string::npos) {
-                return head + cudartAdvice(n) + " (" + why + ")";
+                return head + "it needs the CUDA runtime " + n +
+                       " (linked shared), which this host's loader cannot find: the kit ships no CUDA runtime; link "
+                       "it statically (nvcc's default, -cudart static) or put the directory of " +
+                       n + " on LD_LIBRARY_PATH (" + why + ")";
             }
         }
         return head + demangleAll(why);
@@ -146,16 +143,7 @@ std::string cudaVersionString(int v) {
 
 // The child's side of probeLibrary(): writes "@stage ..." lines as it goes and ends with "@ok ..." or "@refused ...".
 int probeChild(int fd, std::string const& path, int driverVersion) {
-    auto say = [fd](std::string const& s) {
-        std::string line = s + "\n";
-        for (size_t done = 0; done < line.size();) {
-            ssize_t const n = write(fd, line.data() + done, line.size() - done);
-            if (n <= 0) {
-                return;
-            }
-            done += static_cast<size_t>(n);
-        }
-    };
+    auto say = [fd](std::string const& s) { dprintf(fd, "%s\n", s.c_str()); };
     say("@stage loading the library (dlopen, its constructors)");
     LoadedLibrary lib;
     std::string const err = openLibrary(path, lib);

@@ -289,12 +289,9 @@ LibraryIdentity identifyLibrary(std::string const& path, bool withSha256) {
             id.cudaRuntime = "shared " + n;
         }
     }
-    if (id.cudaRuntime.empty()) {
-        for (std::string const& s : id.elf.defined) {
-            if (s == "cudaRuntimeGetVersion") {
-                id.cudaRuntime = "static (linked in: defines cudaRuntimeGetVersion)";
-            }
-        }
+    std::vector<std::string> const& defined = id.elf.defined;
+    if (id.cudaRuntime.empty() && std::find(defined.begin(), defined.end(), "cudaRuntimeGetVersion") != defined.end()) {
+        id.cudaRuntime = "static (linked in: defines cudaRuntimeGetVersion)";
     }
     if (id.cudaRuntime.empty() && img.find("libcudart_static_") != std::string::npos) {
         id.cudaRuntime = "static (libcudart_static linked in, its symbols hidden)";

@@ -138,16 +138,5 @@ std::string failedLine(CheckInfo const& c) {
     return "QSA_CHECK_FAILED " + c.id + " " + tags(c);
 }
 
-std::string groupOf(CheckInfo const& c) {
-    if (c.profile == "ieee" || c.profile == "fast")
-        return c.profile + " differential";
-    return c.level;
-}
-
-std::vector<std::string> const& groups() {
-    static std::vector<std::string> const g = {"core", "hardened", "ieee differential", "fast differential"};
-    return g;
-}
-
 } // namespace checks
 } // namespace qsa

@@ -51,10 +51,5 @@ std::string notJudgedLine(CheckInfo const& c, Selection const& s);
 // "QSA_CHECK_FAILED <id> level=... profile=... contract=N": one per failing check, parsed by certify.
 std::string failedLine(CheckInfo const& c);
 
-// The verdict groups of section 8: "core" and "hardened" (checks of profile none at that level) and
-// "ieee differential" / "fast differential" (every check of that profile, whatever its level).
-std::string groupOf(CheckInfo const& c);
-std::vector<std::string> const& groups(); // core, hardened, ieee differential, fast differential
-
 } // namespace checks
 } // namespace qsa

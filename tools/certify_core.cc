@@ -370,15 +370,12 @@ std::optional<std::pair<uint64_t, uint64_t>> parseProgressLine(std::string const
 
 CommitSource chooseCommit(std::optional<std::string> env, std::optional<std::string> bundleFile,
                           std::optional<std::string> gitOutput) {
-    auto usable = [](std::optional<std::string> const& v) { return v && !trim(*v).empty() && trim(*v) != "unknown"; };
-    if (usable(env)) {
-        return {trim(*env), "env"};
-    }
-    if (usable(bundleFile)) {
-        return {trim(*bundleFile), "bundle"};
-    }
-    if (usable(gitOutput)) {
-        return {trim(*gitOutput), "git"};
+    std::pair<std::optional<std::string> const*, char const*> const sources[] = {
+        {&env, "env"}, {&bundleFile, "bundle"}, {&gitOutput, "git"}};
+    for (auto const& [value, source] : sources) {
+        std::string const v = *value ? trim(**value) : "";
+        if (!v.empty() && v != "unknown")
+            return {v, source};
     }
     return {"unknown", "unknown"};
 }

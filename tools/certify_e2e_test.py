@@ -37,12 +37,15 @@ LISTED = {
 HANG_SLEEPS = ["613.25", "614.25"]
 EXHAUSTIVE_CHECKS = ["bf16_to_float", "float_to_bf16", "float_to_half", "half_to_float", "rsqrt_rn"]
 LEVELS = ["core", "hardened"]
-# Contract section 9: profile-fast checks, one of each level, and the coverage line of the core one (common form:
+# Contract section 9: profile-fast checks, one of each level, and the coverage line a fast check prints (common form:
 # QSA_FAST <id> judged_elements= unjudged_elements= judged_rows= ambiguous_rows= eps_r=).
 FAST_ID = "DecodeStages.B1QPrepWithinFastEnclosure"
 HARD_FAST_ID = "DecodeStages.B1QPrepHostilePoolWithinFastEnclosure"
-FAST_LINE = (f"QSA_FAST {FAST_ID} judged_elements=1200000 unjudged_elements=40 judged_rows=3000 ambiguous_rows=9 "
-             "eps_r=2^-21")
+
+
+def fast_line(check_id, elements=1200000):
+    return (f"QSA_FAST {check_id} judged_elements={elements} unjudged_elements=40 judged_rows=3000 ambiguous_rows=9 "
+            "eps_r=2^-21")
 
 
 def level_of(check_id):
@@ -82,7 +85,10 @@ def property_behaviour(check_id, what):
         "pass": [f"echo 'QSA_SEED {check_id} base=1 shard=0/1 seed=2 cases=17 of 17'", write([]), "exit 0"],
         # a fast check: its QSA_FAST line only when certify passed QSA_PROFILE=fast on to the child
         "pass_fast": [f"echo 'QSA_SEED {check_id} base=1 shard=0/1 seed=2 cases=17 of 17'",
-                      f"[[ $QSA_PROFILE == fast ]] && echo '{FAST_LINE}'", write([]), "exit 0"],
+                      f"[[ $QSA_PROFILE == fast ]] && echo '{fast_line(check_id)}'", write([]), "exit 0"],
+        # a fast check that judged 5000 elements (its QSA_FAST line), then failed like RapidCheck
+        "fail_fast": [f"[[ $QSA_PROFILE == fast ]] && echo '{fast_line(check_id, 5000)}'",
+                      write([rapidcheck_failure(check_id, 3)]), "exit 1"],
         # a RapidCheck counterexample after 3 cases, the way prop.cc reports it
         "fail": [write([rapidcheck_failure(check_id, 3)]), "exit 1"],
         "fail_exit0": [write([rapidcheck_failure(check_id, 5)]), "exit 0"],  # the JSON says failed, the exit code 0
@@ -396,7 +402,7 @@ def test_fast_profile_is_judged_from_qsa_fast_lines(work):
     assert fast["judged_checks"] == 1 and r.level("core")["fast"]["judged_elements"] == 1200000, r.cert["levels"]
     assert "fast" not in r.level("hardened"), r.cert["levels"]  # no QSA_FAST line of its own
     assert r.properties()[FAST_ID]["verdict"] == "PASS", r.properties()
-    assert r.properties()[FAST_ID]["fast"] == [FAST_LINE], r.properties()[FAST_ID]
+    assert r.properties()[FAST_ID]["fast"] == [fast_line(FAST_ID)], r.properties()[FAST_ID]
     assert r.properties()[listed[0]]["verdict"] == "NOT_JUDGED", r.properties()
 
     fake_property_binary(work.bindir, "decode_stages_test", {FAST_ID: "pass", listed[0]: "fail"}, listed)
@@ -409,26 +415,45 @@ def test_fast_profile_is_judged_from_qsa_fast_lines(work):
 
 
 def test_hardened_fast_failure_leaves_core_certified(work):
-    """The case that read like a numerics failure: under QSA_PROFILE=fast core passes (its fast check judged 1.2M
-    elements) while hardened fails, one check of profile none and one of profile fast: each counted under
-    hardened, with its profile; core is certified."""
-    listed = LISTED["decode_stages_test"] + [FAST_ID, HARD_FAST_ID]
+    """The case that read like a numerics failure: under QSA_PROFILE=fast core passes (its two fast checks' QSA_FAST
+    lines summed) while hardened fails, two checks of profile none and two of profile fast (one without a QSA_FAST
+    line, one whose line still counts under hardened): each counted under hardened, with its profile; core is
+    certified; certificate.md lists each failure with its level and profile."""
+    b2, hard_diff = "DecodeStages.B2LogitsWithinFastEnclosure", "Differential.PrefillHostilePoolWithinFastEnclosure"
     all_pass(work.bindir, [1, 2, 3])
-    fake_property_binary(work.bindir, "decode_stages_test", {FAST_ID: "pass_fast", HARD_FAST_ID: "fail"}, listed)
+    fake_property_binary(work.bindir, "decode_stages_test",
+                         {FAST_ID: "pass_fast", b2: "pass_fast", HARD_FAST_ID: "fail"},
+                         LISTED["decode_stages_test"] + [FAST_ID, b2, HARD_FAST_ID])
+    fake_property_binary(work.bindir, "differential_test", {hard_diff: "fail_fast"},
+                         LISTED["differential_test"] + [hard_diff])
     fake_property_binary(work.bindir, "padding_test", {
         "Padding.PaddedRowsAllMinusOneAndPoisonIgnored": "pass", "Padding.InvalidDecodeRowsAreInert": "fail",
-        "Padding.ContextLengthsOutsideRangeActClamped": "pass"})
+        "Padding.ContextLengthsOutsideRangeActClamped": "fail"})
     r = work("--contracts=1,2,3", env={"QSA_PROFILE": "fast"})
     assert_failed_overall(r)
-    assert_never_pass(r, HARD_FAST_ID)
-    assert_never_pass(r, "Padding.InvalidDecodeRowsAreInert")
-    r.assert_summary(["certified: core (profiles none, fast); not certified: hardened (2 checks fail)",
-                      "core: PASS (profile none 3/3, fast 1/1 checks, 1.2M elements judged at eps_r 2^-21; "
+    for check_id in [HARD_FAST_ID, hard_diff, "Padding.InvalidDecodeRowsAreInert",
+                     "Padding.ContextLengthsOutsideRangeActClamped"]:
+        assert_never_pass(r, check_id)
+    r.assert_summary(["certified: core (profiles none, fast); not certified: hardened (4 checks fail)",
+                      "core: PASS (profile none 3/3, fast 2/2 checks, 2.4M elements judged at eps_r 2^-21; "
                       "ieee not judged)",
-                      "hardened: FAIL (2 checks: 1 profile none, 1 fast; ieee not judged)",
+                      "hardened: FAIL (4 checks: 2 profile none, 2 fast; 5.0k elements judged at eps_r 2^-21; "
+                      "ieee not judged)",
                       "fixture replay: 2/2 fixture tests pass"])
     assert r.cert["certified"] == ["core"], r.cert["certified"]
     assert r.level("core")["failing"] == [], r.cert["levels"]
+    fast = r.level("core")["fast"]
+    assert (fast["qsa_fast_lines"], fast["judged_elements"], fast["unjudged_elements"]) == (2, 2400000, 80), fast
+    assert r.level("hardened")["fast"]["judged_elements"] == 5000, r.cert["levels"]
+    assert r.level("hardened", "fast")["failing"] == [HARD_FAST_ID + " (GPU 0)", hard_diff + " (GPU 0)"], r.cert
+    assert r.level("hardened", "none")["failed_checks"] == 2, r.cert["levels"]
+    assert r.level("core", "ieee")["not_judged"] == [  # named, never passed
+        "DecodeStages.B1QPrepMatchesReference (GPU 0)", "Differential.PrefillMatchesReference (GPU 0)",
+        "Exhaustive.Primitives (GPU 0)"], r.cert["levels"]
+    md = (r.out / "certificate.md").read_text()
+    assert (f"- hardened, profile fast: FAIL, 0/2 checks pass\n  - FAIL: {HARD_FAST_ID} (GPU 0)\n"
+            f"  - FAIL: {hard_diff} (GPU 0)\n") in md, md
+    assert "`Padding.InvalidDecodeRowsAreInert` [level=hardened profile=none]" in md, md
 
 
 # ---- (b) failure paths ----------------------------------------------------------------------------------

@@ -6,9 +6,9 @@
 // QSA_BUDGET_SCALE = one factor for every budget) and the fixture replay; when //api:impl is //kernels:qsa_kernels
 // also this project's stage properties and kernel stage tests. certificate.json / certificate.md give a verdict
 // per level and profile (contract section 8). Exit 0 PASS, 1 FAIL, 2 setup error, 3 refused (no SASS for a GPU).
-// The parts: certify_plan.h (children, binaries, GPUs, what runs), certify_schedule.h (queues, workers, progress,
-// jobs, the certificate), certify_core.h (pure: contract list, budgets, parsers, verdicts, rendering),
-// certify_sanitize.h (the compute-sanitizer part), certify_cuda.h (the CUDA side).
+// The parts: certify_plan.h (children, binaries, GPUs, what runs; queues, workers, progress, jobs, the
+// certificate), certify_core.h (pure: contract list, budgets, parsers, verdicts, rendering), certify_sanitize.h
+// (the compute-sanitizer part), certify_cuda.h (the CUDA side).
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -23,7 +23,6 @@
 #include "api/library_identity.h"
 #include "checks/levels.h"
 #include "tools/certify_plan.h"
-#include "tools/certify_schedule.h"
 
 namespace fs = std::filesystem;
 using namespace qsa::certify;

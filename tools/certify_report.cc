@@ -1,6 +1,6 @@
-// certify's certificate (certify_schedule.h): the JSON of one GPU and of the whole run, the versions and the commit
+// certify's certificate (certify_plan.h): the JSON of one GPU and of the whole run, the versions and the commit
 // it records, and the two files.
-#include "tools/certify_schedule.h"
+#include "tools/certify_plan.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -237,7 +237,6 @@ TEST(Args, DefaultsAndFlags) {
 }
 
 TEST(Args, BadArgumentsThrow) {
-    EXPECT_THROW(parse({"--scale", "0"}), std::runtime_error);
     EXPECT_THROW(parse({"--contracts", "9"}), std::runtime_error);
     EXPECT_THROW(parse({"--cases", "Padding.A"}), std::runtime_error);
     EXPECT_THROW(parse({"--cases", "Padding.A=0"}), std::runtime_error);
@@ -246,7 +245,6 @@ TEST(Args, BadArgumentsThrow) {
     EXPECT_THROW(parse({"--bogus"}), std::runtime_error);
     EXPECT_THROW(parse({"--sanitizers=helgrind"}), std::runtime_error);
     EXPECT_THROW(parse({"--sanitizers="}), std::runtime_error);
-    EXPECT_THROW(parse({"--sanitize-jobs=0"}), std::runtime_error);
     for (char const* arg : {"--sanitize-jobs=0", "--scale=0", "--child-timeout=-1"}) {
         try {
             parse({arg});
@@ -446,44 +444,6 @@ std::string fastLine(std::string const& id, int64_t elements) {
 }
 std::vector<std::string> summaryOf(json const& c) {
     return c["summary"].get<std::vector<std::string>>();
-}
-
-// The case that read like a numerics failure: under profile fast, core passes (its fast checks judged 1.2M
-// elements) and hardened fails, four of its checks of profile none and one of profile fast. Nothing of hardened
-// is counted under core, nothing of core under hardened.
-TEST(Verdicts, HardenedFastFailureLeavesCoreCertified) {
-    std::string const coreFast = "DecodeStages.B1QPrepWithinFastEnclosure";
-    std::string const hardFast = "DecodeStages.B1QPrepHostilePoolWithinFastEnclosure";
-    json c = certWith({{"Padding.PaddedRowsAllMinusOneAndPoisonIgnored", "PASS", {}},
-                       {coreFast, "PASS", {fastLine(coreFast, 1000000)}},
-                       {"DecodeStages.B2LogitsWithinFastEnclosure",
-                        "PASS",
-                        {fastLine("DecodeStages.B2LogitsWithinFastEnclosure", 200000)}},
-                       {"Padding.InvalidDecodeRowsAreInert", "FAIL", {}},
-                       {"Padding.ContextLengthsOutsideRangeActClamped", "FAIL", {}},
-                       {hardFast, "FAIL", {fastLine(hardFast, 5000)}},
-                       {"DecodeStages.B1QPrepMatchesReference", "NOT_JUDGED", {}}},
-                      "core,hardened", "fast");
-    computeVerdicts(c);
-    EXPECT_EQ(c["summary"][2], "hardened: FAIL (3 checks: 2 profile none, 1 fast; 5.0k elements judged at eps_r "
-                               "2^-21; ieee not judged)");
-    EXPECT_EQ(c["certified"], json::array({"core"}));
-    EXPECT_EQ(c["verdict"], "FAIL");
-    json const& core = c["levels"]["core"];
-    EXPECT_EQ(core["failing"], json::array());
-    EXPECT_EQ(core["fast"]["judged_elements"], 1200000);
-    EXPECT_EQ(core["fast"]["unjudged_elements"], 24);
-    EXPECT_EQ(core["profiles"]["ieee"]["not_judged"],
-              json::array({"DecodeStages.B1QPrepMatchesReference (GPU 0)", "Exhaustive.Primitives (GPU 0)"}));
-    json const& hard = c["levels"]["hardened"];
-    EXPECT_EQ(hard["profiles"]["fast"]["failing"], json::array({hardFast + " (GPU 0)"}));
-    EXPECT_EQ(hard["profiles"]["none"]["failed_checks"], 2);
-    EXPECT_EQ(hard["fast"]["judged_elements"], 5000);
-    std::string const md = renderMarkdown(c);
-    EXPECT_NE(md.find("- hardened, profile fast: FAIL, 0/1 checks pass\n  - FAIL: " + hardFast + " (GPU 0)\n"),
-              std::string::npos)
-        << md;
-    EXPECT_NE(md.find("`Padding.InvalidDecodeRowsAreInert` [level=hardened profile=none]"), std::string::npos) << md;
 }
 
 TEST(Verdicts, CoreFailureIsNotCertified) {

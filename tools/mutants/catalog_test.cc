@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -65,11 +66,6 @@ std::vector<Mutant> readCatalog() {
 
 std::vector<std::string> gSources;  // kernel sources, runfiles paths relative to the workspace root
 std::vector<std::string> gArchives; // production archives
-
-bool endsWith(std::string const& s, char const* tail) {
-    std::string const t = tail;
-    return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
-}
 
 std::set<int> hookIds(std::string const& text) {
     std::set<int> ids;
@@ -133,7 +129,7 @@ TEST(MutantCatalog, EveryLaunchingKernelFileSyncsTheMutantId) {
     // Kernel files built on qsaCommon.cuh (the hooked pipeline; not e.g. the benchmark's floor kernel).
     for (std::string const& s : gSources) {
         std::string const text = readFile(s);
-        if (endsWith(s, ".cu") && text.find("<<<") != std::string::npos &&
+        if (std::filesystem::path(s).extension() == ".cu" && text.find("<<<") != std::string::npos &&
             text.find("kernels/qsaCommon.cuh") != std::string::npos) {
             EXPECT_NE(text.find("QSA_MUTANT_SYNC()"), std::string::npos)
                 << s << " launches kernels but never calls QSA_MUTANT_SYNC(): its device hooks would see id 0";

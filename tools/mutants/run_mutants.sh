@@ -338,16 +338,12 @@ function median(a, k,    i, j, v) { # sorts a[1..k] (insertion sort; small k)
     for (i = 2; i <= k; ++i) { v = a[i]; j = i - 1; while (j > 0 && a[j] > v) { a[j + 1] = a[j]; j-- }; a[j + 1] = v }
     return k ? (k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2) : 0
 }
-$2 ~ /^ctl-/ {
-    nctl++; ctlsec = ($6 + 0 > ctlsec ? $6 + 0 : ctlsec)
-    if ($3 == "passed") ctlok++; else ctlbad = ctlbad " " $2 "(" $3 " " $5 ")"
-    ctltimes = ctltimes sprintf("%s %ss, ", substr($2, 5), $6)
-    next
-}
-$2 ~ /^ctlfast-/ {
-    nfctl++; fctlsec = ($6 + 0 > fctlsec ? $6 + 0 : fctlsec)
-    if ($3 == "passed") fctlok++; else fctlbad = fctlbad " " substr($2, 9) "(" $3 " " $5 ")"
-    fctltimes = fctltimes sprintf("%s %ss, ", substr($2, 9), $6)
+# The controls, per kind (ctl: the ieee build, ctlfast: the fast build); pass "ctl<kind>-<binary>".
+$2 ~ /^ctl(fast)?-/ {
+    k = substr($2, 1, index($2, "-") - 1); b = substr($2, length(k) + 2)
+    cn[k]++; csec[k] = ($6 + 0 > csec[k] ? $6 + 0 : csec[k])
+    if ($3 == "passed") cok[k]++; else cbad[k] = cbad[k] " " (k == "ctl" ? $2 : b) "(" $3 " " $5 ")"
+    ctimes[k] = ctimes[k] sprintf("%s %ss, ", b, $6)
     next
 }
 { st[$1, $2] = $3; bin[$1, $2] = $4; tst[$1, $2] = $5; sec[$1, $2] = $6; shr[$1, $2] = $7; seen[$1] = 1 }
@@ -369,8 +365,8 @@ function verdict(id,    s, c) {
 END {
     print "| id | mutant | killed by (pre-merge suite, fixed order) | s | first contract property to kill it (portable binaries alone) | s | shrunk case (B,S or B,L) |"
     print "|---:|---|---|---:|---|---:|---|"
-    ctl = (nctl && ctlok == nctl) ? "all " nctl " binaries passed" : "**CONTROL FAILED**" ctlbad
-    print "| 0 | control (no mutant) | " ctl " | " ctlsec " | (one job per binary, in parallel) | | - |"
+    ctl = (cn["ctl"] && cok["ctl"] == cn["ctl"]) ? "all " cn["ctl"] " binaries passed" : "**CONTROL FAILED**" cbad["ctl"]
+    print "| 0 | control (no mutant) | " ctl " | " csec["ctl"] " | (one job per binary, in parallel) | | - |"
     killed = 0; survived = 0; m = 0
     for (i = 1; i <= n; ++i) {
         id = ids[i]
@@ -385,19 +381,19 @@ END {
     }
     med = median(t, m); pmed = median(pt, pm)
     print ""
-    print "control seconds per binary: " ctltimes
+    print "control seconds per binary: " ctimes["ctl"]
     printf "control: %d/%d binaries passed; mutants killed by the pre-merge suite: %d/%d (median time to kill %.1f s);" \
            " killed by the contract property binaries alone: %d/%d (median %.1f s)\n", \
-           ctlok + 0, nctl + 0, killed, killed + survived, med, pk + 0, np + 0, pmed
-    if (!nf && !nfctl) exit
+           cok["ctl"] + 0, cn["ctl"] + 0, killed, killed + survived, med, pk + 0, np + 0, pmed
+    if (!nf && !cn["ctlfast"]) exit
     print ""
     print "Pass `fast`: the stage properties' fast twins and the contract property binaries against //kernels:qsa_kernels_fast (same hooks), QSA_PROFILE=fast."
     print ""
     print "| id | mutant | class (contract 9.1) | killed by (fast build, QSA_PROFILE=fast) | s | verdict |"
     print "|---:|---|---|---|---:|---|"
-    fctl = (nfctl && fctlok == nfctl) ? "all " nfctl " binaries passed" : "**CONTROL FAILED**" fctlbad
-    print "| 0 | control (fast build, no mutant) | - | " fctl " | " fctlsec " | " \
-          ((nfctl && fctlok == nfctl) ? "ok" : "**FALSE ALARM**: the fast build itself fails") " |"
+    fctl = (cn["ctlfast"] && cok["ctlfast"] == cn["ctlfast"]) ? "all " cn["ctlfast"] " binaries passed" : "**CONTROL FAILED**" cbad["ctlfast"]
+    print "| 0 | control (fast build, no mutant) | - | " fctl " | " csec["ctlfast"] " | " \
+          ((cn["ctlfast"] && cok["ctlfast"] == cn["ctlfast"]) ? "ok" : "**FALSE ALARM**: the fast build itself fails") " |"
     for (i = 1; i <= nf; ++i) {
         id = fids[i]; v = verdict(id)
         print "| " id " | " name[id] " | " cls[id] " | " cell(id, "fast") " | " sec[id, "fast"] " | " v " |"
@@ -408,10 +404,10 @@ END {
         else if (v ~ /INCOMPLETE|UNCLASSIFIED/) other = other " " id
     }
     print ""
-    print "fast control seconds per binary: " fctltimes
+    print "fast control seconds per binary: " ctimes["ctlfast"]
     printf "fast: control %d/%d binaries passed; semantic mutants killed %d/%d (median %.1f s); rounding mutants not" \
            " reported %d/%d; gaps (semantic survivors):%s; false alarms:%s; incomplete:%s\n", \
-           fctlok + 0, nfctl + 0, sk + 0, nsem + 0, median(ft, fm), rk + 0, nrnd + 0, \
+           cok["ctlfast"] + 0, cn["ctlfast"] + 0, sk + 0, nsem + 0, median(ft, fm), rk + 0, nrnd + 0, \
            (gaps == "" ? " none" : gaps), (alarms == "" ? " none" : alarms), (other == "" ? " none" : other)
 }
 AWK
