@@ -60,10 +60,6 @@ def _join(d, name):
     return name if d == "" else d + "/" + name
 
 
-def _bytes_sorted(keys):
-    return sorted(keys, key=lambda k: k.encode("utf-8", "surrogatepass"))
-
-
 class _Json:
     def __init__(self, obj, file, prefix=""):
         self.j, self.file, self.prefix = obj, file, prefix
@@ -101,7 +97,7 @@ class _Json:
             self.fail(key, "not allowed " + why)
 
     def only_keys(self, allowed):
-        for k in _bytes_sorted(self.j):  # nlohmann iterates keys in byte order
+        for k in sorted(self.j, key=lambda k: k.encode("utf-8", "surrogatepass")):  # nlohmann's order: by bytes
             if k not in allowed:
                 self.fail(k, "unknown key (a typo must not silently change a case)")
 
