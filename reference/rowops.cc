@@ -129,9 +129,7 @@ void expandRow(int32_t* out, int32_t const* sel, int32_t kSel, int32_t nVis, int
     for (int32_t j = 0; j < tail; ++j) {
         out[pos++] = 4 * nVis + j;
     }
-    while (pos < kIndexWidth) {
-        out[pos++] = -1;
-    }
+    std::fill(out + pos, out + kIndexWidth, -1);
 }
 
 void fillRow(int32_t* out) {
