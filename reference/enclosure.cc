@@ -231,7 +231,7 @@ RowBounds qBounds(DType dt, uint16_t const* x, uint16_t const* w, float const* c
         X[d] = Interval{v, v, std::isfinite(v)};
     }
     float wf[128];
-    gammaToFloat(dt, w, wf);
+    toFloats(dt, w, wf);
     return normRopeBounds(dt, X, wf, cosSinRow, rmsEps, p);
 }
 
@@ -265,7 +265,7 @@ RowBounds kbarBounds(DType dt, uint16_t const* const k[4], uint16_t const* w, fl
         X[d] = Interval{tLo, tHi, std::isfinite(tLo) && std::isfinite(tHi)};
     }
     float wf[128];
-    gammaToFloat(dt, w, wf);
+    toFloats(dt, w, wf);
     return normRopeBounds(dt, X, wf, cosSinRow, rmsEps, p);
 }
 

@@ -148,8 +148,8 @@ std::vector<int32_t> runPrefillRows(PrefillCase const& c, std::vector<int64_t> c
     std::vector<int32_t> out(rows.size() * kIndexWidth, -1);
     float wqf[128];
     float wkf[128];
-    gammaToFloat(c.dtype, c.wQ.data(), wqf);
-    gammaToFloat(c.dtype, c.wK.data(), wkf);
+    toFloats(c.dtype, c.wQ.data(), wqf);
+    toFloats(c.dtype, c.wK.data(), wkf);
     for (int32_t b = 0; b < B; ++b) {
         int32_t const ctx = caseCtx(c, b);
         // This sequence's requested rows, in t order (the output keeps the caller's order).
