@@ -5,7 +5,6 @@
 // std::runtime_error naming the function and the argument (the workspace, which the contract requires
 // 128-byte aligned). A pointer BELOW natural alignment (T at +1, int32 at +2) must throw naming the
 // argument: never a device fault.
-#include <cstring>
 #include <functional>
 #include <map>
 

@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -80,9 +79,7 @@ char const* kernelName(kn::PrefillSelectKernel k) {
     return k == kn::PrefillSelectKernel::CtaPerRow ? "CtaPerRow" : "WarpPerRow";
 }
 
-struct Counts {
-    std::map<std::string, int> n;
-};
+using Counts = std::map<std::string, int>;
 
 // One launch over rows [rowBegin, rowEnd) of a B x S call; every row checked.
 void runWindow(kn::PrefillSelectKernel kernel, int B, int S, std::vector<int32_t> const& ctx, int64_t rowBegin,
@@ -118,13 +115,13 @@ void runWindow(kn::PrefillSelectKernel kernel, int B, int S, std::vector<int32_t
             std::fill(expect.begin(), expect.end(), 0x5A5A5A5A);
         } else if (t >= c) {
             ref::fillRow(expect.data());
-            ++cov.n["padded"];
+            ++cov["padded"];
         } else {
             float const* row = &logits[static_cast<size_t>(r - rowBegin) * MB];
             int32_t const kSel = ref::selectPrefillRow(row, nVis, sel.data());
             ref::expandRow(expect.data(), sel.data(), kSel, nVis, (t + 1) % 4);
             if (nVis > 512) {
-                ++cov.n["nvis_gt_512"];
+                ++cov["nvis_gt_512"];
                 std::vector<float> v(row, row + nVis);
                 std::nth_element(v.begin(), v.begin() + 511, v.end(), std::greater<float>());
                 float const thr = v[511];
@@ -134,12 +131,12 @@ void runWindow(kn::PrefillSelectKernel kernel, int B, int S, std::vector<int32_t
                     at += x == thr;
                 }
                 if (above + at > 512) {
-                    ++cov.n["ties_at_threshold"];
+                    ++cov["ties_at_threshold"];
                 }
             } else if (nVis > 0) {
-                ++cov.n["nvis_1_512"];
+                ++cov["nvis_1_512"];
             } else {
-                ++cov.n["nvis_0"];
+                ++cov["nvis_0"];
             }
         }
         if (std::memcmp(got, expect.data(), sizeof(int32_t) * kWidth) != 0) {
@@ -156,19 +153,19 @@ void runWindow(kn::PrefillSelectKernel kernel, int B, int S, std::vector<int32_t
     }
     // The kernel (and template) launchPrefillSelectExpand runs for this MB.
     bool const warp = kernel == kn::PrefillSelectKernel::WarpPerRow && MB <= 2048;
-    ++cov.n[std::string(warp ? "warp_kernel_mb_" : "cta_kernel_mb_") + (MB <= 1024   ? "le_1024"
-                                                                        : MB <= 2048 ? "le_2048"
-                                                                                     : "gt_2048")];
+    ++cov[std::string(warp ? "warp_kernel_mb_" : "cta_kernel_mb_") + (MB <= 1024   ? "le_1024"
+                                                                      : MB <= 2048 ? "le_2048"
+                                                                                   : "gt_2048")];
 }
 
 void printCoverage(char const* test, Counts const& cov, std::vector<std::string> const& required) {
     std::string line = std::string("QSA_COVERAGE ") + test;
-    for (auto const& [k, v] : cov.n) {
+    for (auto const& [k, v] : cov) {
         line += " " + k + "=" + std::to_string(v);
     }
     std::printf("%s\n", line.c_str());
     for (std::string const& k : required) {
-        EXPECT_GT(cov.n.count(k) ? cov.n.at(k) : 0, 0) << "region " << k << " never reached";
+        EXPECT_GT(cov.count(k) ? cov.at(k) : 0, 0) << "region " << k << " never reached";
     }
 }
 

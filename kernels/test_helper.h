@@ -12,16 +12,13 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <functional>
-#include <iterator>
 #include <limits>
 #include <memory>
 #include <numeric>
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -194,7 +191,6 @@ struct CmpOpts {
     std::string params;  // the case's parameters
     size_t rowWidth = 0; // > 0: mismatches printed as row, col
     DType dt = DType::kHalf;
-    size_t maxPrint = 8;
 };
 
 // testlib::bitsDiffReport of actual vs expected (T elements shown with their dt value) as a gtest result.
@@ -202,7 +198,7 @@ template <typename E>
 ::testing::AssertionResult bitsEqual(std::vector<E> const& expected, std::vector<E> const& actual, CmpOpts const& o) {
     testlib::BitsDiffOpts b = testlib::tRowOpts(o.what, o.rowWidth, ref::toFloatOf(o.dt));
     b.params = o.params;
-    b.maxPrint = o.maxPrint;
+    b.maxPrint = 8;
     std::string const m = testlib::bitsDiffReport(actual, expected, b);
     if (m.empty())
         return ::testing::AssertionSuccess();

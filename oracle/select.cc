@@ -6,16 +6,13 @@
 namespace qsa {
 namespace oracle {
 
-uint32_t prefillKey(float logit) {
-    uint32_t b = floatBits(logit);
-    if (b == 0x80000000u) // CUB treats -0.0 and +0.0 as equal
-        b = 0;
-    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-}
-
 uint32_t decodeKey(float logit) {
     uint32_t const b = floatBits(logit);
     return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+uint32_t prefillKey(float logit) {
+    return decodeKey(floatBits(logit) == 0x80000000u ? 0.0f : logit); // CUB treats -0.0 and +0.0 as equal
 }
 
 void expandRow(int32_t* out, int32_t const* sel, int32_t kSel, int32_t nVis, int32_t tail) {

@@ -30,6 +30,7 @@
 #include <cstdio>
 
 #include "reference/numerics.h"
+#include "reference/rowops.h"
 
 namespace qsa {
 namespace ref {
@@ -209,11 +210,6 @@ RowBounds normRopeBounds(DType dt, Interval const x[128], float const w[128], fl
     return r;
 }
 
-void gammaFloats(DType dt, uint16_t const* w, float out[128]) {
-    for (int d = 0; d < 128; ++d)
-        out[d] = toFloat(dt, w[d]);
-}
-
 } // namespace
 
 std::string describeEpsR(double epsR) {
@@ -235,7 +231,7 @@ RowBounds qBounds(DType dt, uint16_t const* x, uint16_t const* w, float const* c
         X[d] = Interval{v, v, std::isfinite(v)};
     }
     float wf[128];
-    gammaFloats(dt, w, wf);
+    toFloats(dt, w, wf);
     return normRopeBounds(dt, X, wf, cosSinRow, rmsEps, p);
 }
 
@@ -269,7 +265,7 @@ RowBounds kbarBounds(DType dt, uint16_t const* const k[4], uint16_t const* w, fl
         X[d] = Interval{tLo, tHi, std::isfinite(tLo) && std::isfinite(tHi)};
     }
     float wf[128];
-    gammaFloats(dt, w, wf);
+    toFloats(dt, w, wf);
     return normRopeBounds(dt, X, wf, cosSinRow, rmsEps, p);
 }
 

@@ -166,13 +166,11 @@ Row drawRow(Rng& rng) {
                                       : wMode == 1 ? -1.0f + rng.uniform(-1e-3f, 1e-3f)
                                                    : std::ldexp(rng.uniform(-1, 1), int(rng.between(-20, 10)))));
     double const pos = double(rng.below(100000));
+    r.cs.resize(64);
     for (int i = 0; i < 32; ++i) {
         double const th = pos * std::pow(10000.0, -i / 32.0);
-        r.cs.push_back(float(std::cos(th)));
-    }
-    for (int i = 0; i < 32; ++i) {
-        double const th = pos * std::pow(10000.0, -i / 32.0);
-        r.cs.push_back(float(std::sin(th)));
+        r.cs[i] = float(std::cos(th));
+        r.cs[32 + i] = float(std::sin(th));
     }
     float const epsChoices[] = {1e-6f, 0.0f, 1e-30f, 1.0f, 1e-40f};
     r.eps = epsChoices[rng.below(5)];

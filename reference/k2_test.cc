@@ -3,6 +3,7 @@
 // on random T values including NaN, Inf, subnormals and signed zeros; a visible logit is never NaN or -0.0.
 #include "reference/k2.h"
 #include "reference/numerics.h"
+#include "reference/rowops.h"
 #include "reference/stages.h"
 #include "testing/rng.h"
 
@@ -34,15 +35,11 @@ std::vector<uint16_t> randomT(DType dt, size_t n, Rng& rng, int specialPct) {
 
 float scalarLogit(DType dt, uint16_t const* q, uint16_t const* k) {
     float kf[128];
-    for (int d = 0; d < 128; ++d) {
-        kf[d] = toFloat(dt, k[d]);
-    }
+    toFloats(dt, k, kf);
     float dot[4];
     for (int h = 0; h < 4; ++h) {
         float qf[128];
-        for (int d = 0; d < 128; ++d) {
-            qf[d] = toFloat(dt, q[h * 128 + d]);
-        }
+        toFloats(dt, q + h * 128, qf);
         dot[h] = headDot(qf, kf);
     }
     return logitOf(dot);

@@ -3,6 +3,7 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <limits>
 
 namespace qsa {
@@ -36,7 +37,9 @@ uint16_t floatToBf16(float f) {
     return Eigen::numext::bit_cast<uint16_t>(Eigen::bfloat16(f));
 }
 
-int compareSquareTimesToOne(double m, double x) {
+// Exact sign of (m * m * x - 1) for finite m > 0 and finite x > 0 (m, x given as doubles that hold them
+// exactly; m may have up to 26 significant bits, x up to 24): -1, 0 or +1. rsqrtRn's correction step.
+static int compareSquareTimesToOne(double m, double x) {
     // m = mm * 2^em with mm < 2^26, x = xm * 2^ex with xm < 2^24 (frexp gives f in [0.5, 1)).
     int em = 0;
     int ex = 0;
@@ -101,18 +104,14 @@ float rsqrtRn(float x) {
 
 float warpSum(float const p[32]) {
     float cur[32];
-    float nxt[32];
-    for (int l = 0; l < 32; ++l) {
-        cur[l] = p[l];
-    }
+    std::copy(p, p + 32, cur);
     // All lanes at once: every lane reads the values of the previous round.
     for (int m = 16; m >= 1; m >>= 1) {
+        float nxt[32];
         for (int l = 0; l < 32; ++l) {
             nxt[l] = cur[l] + cur[l ^ m];
         }
-        for (int l = 0; l < 32; ++l) {
-            cur[l] = nxt[l];
-        }
+        std::copy(nxt, nxt + 32, cur);
     }
     return cur[0];
 }

@@ -67,11 +67,6 @@ constexpr uint16_t kCanonicalNaN = 0x7FFF;
 // +0 -> +inf, -0 -> -inf, negative -> NaN, +inf -> +0, NaN -> NaN.
 float rsqrtRn(float x);
 
-// Exact sign of (m * m * x - 1) for finite m > 0 and finite x > 0 (m, x given as doubles that hold
-// them exactly; m may have up to 26 significant bits, x up to 24): -1, 0 or +1. Used by rsqrtRn's
-// correction step; exposed for tests.
-int compareSquareTimesToOne(double m, double x);
-
 // warpSum (the butterfly): for m in 16, 8, 4, 2, 1: p[l] = p[l] + p[l ^ m] for all l at once; returns p[0].
 float warpSum(float const p[32]);
 
@@ -110,18 +105,14 @@ inline float blockMean(float k0, float k1, float k2, float k3) {
     return (((k0 + k1) + k2) + k3) * 0.25f;
 }
 
-// Radix keys. CUB's descending float order (the prefill sort): -0.0 counts as +0.0, NaN by its bits.
-inline uint32_t cubKey(float f) {
-    uint32_t b = floatBits(f);
-    if (b == 0x80000000u) {
-        b = 0;
-    }
-    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-}
-// B3's key: u = sign ? ~bits : bits | 0x80000000 (-0.0 below +0.0).
+// Radix keys. B3's key: u = sign ? ~bits : bits | 0x80000000 (-0.0 below +0.0).
 inline uint32_t selectKey(float f) {
     uint32_t b = floatBits(f);
     return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+// CUB's descending float order (the prefill sort): B3's key but -0.0 counts as +0.0, NaN by its bits.
+inline uint32_t cubKey(float f) {
+    return selectKey(floatBits(f) == 0x80000000u ? 0.0f : f);
 }
 
 } // namespace ref

@@ -28,12 +28,6 @@ void fail(char const* fn, std::string const& msg) {
     throw std::runtime_error(std::string(fn) + ": " + msg);
 }
 
-void checkPositive(char const* fn, char const* name, int64_t v) {
-    if (v <= 0) {
-        fail(fn, std::string(name) + " = " + std::to_string(v) + " must be > 0");
-    }
-}
-
 // Both counts > 0, or one message naming both.
 void checkPositive(char const* fn, char const* nameA, int64_t a, char const* nameB, int64_t b) {
     if (a <= 0 || b <= 0) {
@@ -53,8 +47,7 @@ size_t alignUp(size_t x) {
 }
 
 void checkPrefillCase(char const* fn, PrefillCase const& c) {
-    checkPositive(fn, "batchSize", c.batchSize);
-    checkPositive(fn, "seqLen", c.seqLen);
+    checkPositive(fn, "batchSize", c.batchSize, "seqLen", c.seqLen);
     size_t const rows = static_cast<size_t>(c.batchSize) * c.seqLen;
     checkSize(fn, "indexQk", c.indexQk.size(), rows * kQkWidth);
     checkSize(fn, "contextLengths", c.contextLengths.size(), static_cast<size_t>(c.batchSize));
@@ -155,8 +148,8 @@ std::vector<int32_t> runPrefillRows(PrefillCase const& c, std::vector<int64_t> c
     std::vector<int32_t> out(rows.size() * kIndexWidth, -1);
     float wqf[128];
     float wkf[128];
-    gammaToFloat(c.dtype, c.wQ.data(), wqf);
-    gammaToFloat(c.dtype, c.wK.data(), wkf);
+    toFloats(c.dtype, c.wQ.data(), wqf);
+    toFloats(c.dtype, c.wK.data(), wkf);
     for (int32_t b = 0; b < B; ++b) {
         int32_t const ctx = caseCtx(c, b);
         // This sequence's requested rows, in t order (the output keeps the caller's order).
@@ -212,8 +205,7 @@ DecodeResult runDecode(DecodeCase const& c, int numThreads) {
     char const* fn = "runDecode";
     (void)numThreads; // decode rows are cheap; the stages parallelize internally
     FpEnvGuard guard;
-    checkPositive(fn, "batchSize", c.batchSize);
-    checkPositive(fn, "maxBlocks", c.maxBlocks);
+    checkPositive(fn, "batchSize", c.batchSize, "maxBlocks", c.maxBlocks);
     int32_t const B = c.batchSize;
     checkSize(fn, "indexQk", c.indexQk.size(), static_cast<size_t>(B) * kQkWidth);
     checkSize(fn, "contextLengths", c.contextLengths.size(), static_cast<size_t>(B));

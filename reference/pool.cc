@@ -1,6 +1,7 @@
 // Host model of the paged pool (contract section 3).
 #include "reference/pool.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -33,11 +34,8 @@ void readTail(PoolView const& pool, int32_t b, int64_t t, Plane plane, uint16_t 
 
 void writeTail(PoolView const& pool, int32_t b, int64_t t, Plane plane, uint16_t const in[128]) {
     int64_t const off = tailOffset(pool, b, t, plane);
-    if (off < 0) {
-        return;
-    }
-    for (int c = 0; c < 128; ++c) {
-        pool.pool[off + c] = in[c];
+    if (off >= 0) {
+        std::copy_n(in, 128, pool.pool + off);
     }
 }
 

@@ -108,9 +108,7 @@ inline HostPool randomPool(uint32_t seed, int32_t batchSize, int32_t maxTokens, 
     p.dims.headSize = 1 + static_cast<int32_t>(rng.next32() % 8);
     p.dims.poolHeadDim = p.dims.headSize + 128 + static_cast<int32_t>(rng.next32() % 3);
     std::vector<int32_t> kIds(p.dims.numPages);
-    for (int32_t i = 0; i < p.dims.numPages; ++i) {
-        kIds[i] = i;
-    }
+    std::iota(kIds.begin(), kIds.end(), 0);
     Rng shuffler(seed ^ 0x5A5A5A5Au);
     shuffler.shuffle(kIds.begin(), kIds.end());
     std::vector<int32_t> vIds = kIds;

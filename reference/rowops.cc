@@ -9,18 +9,16 @@
 namespace qsa {
 namespace ref {
 
-void gammaToFloat(DType dt, uint16_t const* w, float wf[128]) {
+void toFloats(DType dt, uint16_t const* bits, float out[128]) {
     for (int d = 0; d < 128; ++d) {
-        wf[d] = toFloat(dt, w[d]);
+        out[d] = toFloat(dt, bits[d]);
     }
 }
 
 void normRopeT(DType dt, uint16_t const* x, float const wf[128], float const* cosSinRow, float rmsEps, uint16_t* out) {
     float xf[128];
     float o[128];
-    for (int d = 0; d < 128; ++d) {
-        xf[d] = toFloat(dt, x[d]);
-    }
+    toFloats(dt, x, xf);
     normRope(xf, wf, cosSinRow, rmsEps, o);
     for (int d = 0; d < 128; ++d) {
         out[d] = fromFloat(dt, o[d]); // step 6: one cast at the very end
@@ -129,9 +127,7 @@ void expandRow(int32_t* out, int32_t const* sel, int32_t kSel, int32_t nVis, int
     for (int32_t j = 0; j < tail; ++j) {
         out[pos++] = 4 * nVis + j;
     }
-    while (pos < kIndexWidth) {
-        out[pos++] = -1;
-    }
+    std::fill(out + pos, out + kIndexWidth, -1);
 }
 
 void fillRow(int32_t* out) {

@@ -8,8 +8,8 @@
 namespace qsa {
 namespace ref {
 
-// w bits [128] -> floats (exact).
-void gammaToFloat(DType dt, uint16_t const* w, float wf[128]);
+// 128 T values (bits: a gamma, a q head, a kbar row) -> floats (exact).
+void toFloats(DType dt, uint16_t const* bits, float out[128]);
 
 // normRope of 128 T values x (bits) with gamma wf at cosSin row cosSinRow, cast to T once at the end.
 void normRopeT(DType dt, uint16_t const* x, float const wf[128], float const* cosSinRow, float rmsEps, uint16_t* out);

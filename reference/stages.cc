@@ -87,7 +87,7 @@ void qPrep(DType dt, uint16_t* qNormed, uint16_t const* indexQk, float const* co
                  {"wQ", wQ}},
                 {{"batchSize", batchSize}, {"seqLen", seqLen}});
     float wf[128];
-    gammaToFloat(dt, wQ, wf);
+    toFloats(dt, wQ, wf);
     int64_t const rows = static_cast<int64_t>(batchSize) * seqLen;
     parallelFor(rows, 0, 64, [&](int64_t r) {
         int32_t const b = static_cast<int32_t>(r / seqLen);
@@ -120,7 +120,7 @@ void kCompressImpl(char const* fn, DType dt, uint16_t* kbar, uint16_t const* ind
     requireRange(fn, "blockEnd", 0, blockEnd, numBlocks);
     requireRange(fn, "blockBegin", 0, blockBegin, blockEnd);
     float wf[128];
-    gammaToFloat(dt, wK, wf);
+    toFloats(dt, wK, wf);
     int64_t const perSeq = blockEnd - blockBegin;
     int64_t const total = perSeq * batchSize;
     parallelFor(total, 0, 16, [&](int64_t item) {
@@ -305,8 +305,8 @@ void decodePrep(DType dt, uint16_t* qNormed, uint16_t const* indexQk, float cons
                 {{"batchSize", batchSize}, {"maxBlocks", maxBlocks}}, &pool);
     float wqf[128];
     float wkf[128];
-    gammaToFloat(dt, wQ, wqf);
-    gammaToFloat(dt, wK, wkf);
+    toFloats(dt, wQ, wqf);
+    toFloats(dt, wK, wkf);
     for (int32_t b = 0; b < batchSize; ++b) {
         int32_t const ctx = contextLengths[b];
         uint16_t* q = qNormed + static_cast<int64_t>(b) * 512;
@@ -350,18 +350,14 @@ void decodeScores(DType dt, float* logits, uint16_t const* qNormed, int32_t cons
         }
         float q[4][128];
         for (int h = 0; h < 4; ++h) {
-            for (int d = 0; d < 128; ++d) {
-                q[h][d] = toFloat(dt, qNormed[b * 512 + h * 128 + d]);
-            }
+            toFloats(dt, qNormed + b * 512 + h * 128, q[h]);
         }
         int32_t const nVis = ctx / 4;
         for (int32_t g = 0; g < nVis; ++g) {
             uint16_t kb[128];
             readTail(pool, static_cast<int32_t>(b), 4 * static_cast<int64_t>(g), Plane::kV, kb); // dropped: +0.0
             float kf[128];
-            for (int d = 0; d < 128; ++d) {
-                kf[d] = toFloat(dt, kb[d]);
-            }
+            toFloats(dt, kb, kf);
             float dot[4];
             for (int h = 0; h < 4; ++h) {
                 dot[h] = headDot(q[h], kf);
