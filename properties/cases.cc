@@ -27,10 +27,7 @@ Chain makeChain(DecodeChainSpec const& s) {
                 fillTokenRow(s.act, sequenceSeed(s.act, b), t, &c.indexQk[(size_t(b) * S + t) * 640]);
             }
         }
-        c.cosSin = makeCosSin(s.act.rope, total);
-        c.wQ = makeGamma(s.act, false);
-        c.wK = makeGamma(s.act, true);
-        std::memcpy(&c.rmsEps, &s.act.epsBits, 4);
+        setActInputs(c, s.act, total);
         c.hasPool = true;
         c.pool = pool;
         return c;
@@ -49,10 +46,7 @@ Chain makeChain(DecodeChainSpec const& s) {
             d.contextLengths.push_back(s.L[b] + k + 1);
             fillTokenRow(s.act, sequenceSeed(s.act, b), s.L[b] + k, &d.indexQk[size_t(b) * 640]);
         }
-        d.cosSin = ch.prefillFull.cosSin;
-        d.wQ = ch.prefillFull.wQ;
-        d.wK = ch.prefillFull.wK;
-        d.rmsEps = ch.prefillFull.rmsEps;
+        setActInputs(d, s.act, total); // the inputs of prefillFull
         d.pool.dims = pool.dims;
         d.pool.pageTable = pool.pageTable;
         d.hasSplitCounters = s.splitCounters;
@@ -105,11 +99,8 @@ std::string diffLiveCells(ref::HostPool const& layout, std::vector<int32_t> cons
                           std::vector<uint16_t> const& a, std::vector<uint16_t> const& b) {
     for (size_t s = 0; s < totals.size(); ++s) {
         int32_t const T = totals[s];
-        auto cmp = [&](int32_t page, int32_t row, char const* what, int32_t index) -> std::string {
-            if (page < 0)
-                return "";
-            size_t const e = tailElement(layout.dims, page, row);
-            for (int i = 0; i < 128; ++i) {
+        auto cmp = [&](int64_t e, char const* what, int32_t index) -> std::string {
+            for (int i = 0; e >= 0 && i < 128; ++i) {
                 if (a[e + i] != b[e + i]) {
                     std::ostringstream os;
                     os << "sequence " << s << " (total " << T << "): " << what << " " << index << " column " << i
@@ -120,12 +111,12 @@ std::string diffLiveCells(ref::HostPool const& layout, std::vector<int32_t> cons
             return "";
         };
         for (int32_t g = 0; 4 * g + 3 < T; ++g) {
-            std::string m = cmp(usablePage(layout, int32_t(s), 1, 4 * g), (4 * g) & 127, "V-tail of block", g);
+            std::string m = cmp(usableTail(layout, int32_t(s), 1, 4 * g), "V-tail of block", g);
             if (!m.empty())
                 return m;
         }
         for (int32_t t = T - T % 4; t < T; ++t) {
-            std::string m = cmp(usablePage(layout, int32_t(s), 0, t), t & 127, "K-tail of token", t);
+            std::string m = cmp(usableTail(layout, int32_t(s), 0, t), "K-tail of token", t);
             if (!m.empty())
                 return m;
         }

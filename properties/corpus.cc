@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -33,7 +32,8 @@ constexpr int kCorpusFormat = 1;
 // Prefill logits are a stage output worth storing when they are cheap: B*S*MB floats up to 256 KiB.
 constexpr uint64_t kCheapLogitsBytes = uint64_t(256) << 10;
 
-// What a slot draws: the configurations the properties draw with (the comment names the property).
+// What a slot draws: the configurations the properties draw with (the comment names the property); the prefill
+// recipes first (Drawer::draw).
 enum class Recipe {
     kPrefill,          // Differential.PrefillMatchesReference: no pool, poisoned padding
     kPrefillPool,      // Differential / PoolHygiene: a valid pool
@@ -48,6 +48,7 @@ enum class Recipe {
 struct RecipeInfo {
     Recipe recipe;
     char const* name;
+    char const* contract;           // the fixture's contract
     std::vector<std::string> reach; // regions it can reach (for --regions)
 };
 
@@ -62,23 +63,27 @@ std::vector<std::string> prefillReach(bool pool) {
 
 std::vector<RecipeInfo> const& recipes() {
     static std::vector<RecipeInfo> const r = {
-        {Recipe::kPrefill, "prefill", prefillReach(false)},
-        {Recipe::kPrefillPool, "prefill_pool", prefillReach(false)},
-        {Recipe::kPrefillHostile, "prefill_hostile_pool", prefillReach(true)},
-        {Recipe::kPrefillTies, "prefill_ties", prefillReach(false)},
+        {Recipe::kPrefill, "prefill", "differential", prefillReach(false)},
+        {Recipe::kPrefillPool, "prefill_pool", "differential", prefillReach(false)},
+        {Recipe::kPrefillHostile, "prefill_hostile_pool", "pool hygiene", prefillReach(true)},
+        {Recipe::kPrefillTies, "prefill_ties", "differential", prefillReach(false)},
         {Recipe::kDecode,
          "decode",
+         "differential",
          {"bf16", "block_completes", "page_edge", "valid_at_floor_edge", "huge", "nonfinite_valid"}},
         {Recipe::kDecodeHostile,
          "decode_hostile_pool",
+         "pool hygiene",
          {"bf16", "block_completes", "page_edge", "valid_at_floor_edge", "hole_used", "out_of_plane_used",
           "truncated_hit", "huge", "nonfinite_valid"}},
         {Recipe::kDecodeManyBlocks,
          "decode_many_blocks",
+         "differential",
          {"bf16", "nvis_gt_512", "tie_at_rank_512", "block_completes", "valid_at_floor_edge", "huge",
           "nonfinite_valid"}},
         {Recipe::kDecodeInvalidRow,
          "decode_invalid_row",
+         "padding",
          {"bf16", "invalid_row", "block_completes", "page_edge", "huge", "nonfinite_valid", "nonfinite_invalid_row"}},
     };
     return r;
@@ -108,11 +113,10 @@ RecipeInfo const& info(Recipe r) {
 
 using testlib::mix;
 
-// One drawn fixture: its fixture, regions, recipe.
+// One drawn fixture: its fixture and regions.
 struct Drawn {
     Fixture f;
     std::vector<std::string> regions;
-    std::string recipe;
 };
 
 // Approximate bytes of a fixture (the .npy payloads; headers and case.json add ~1.5 KiB), from the case,
@@ -201,16 +205,7 @@ public:
 
     // The fixture of `recipe`, or false when the draw is over the size cap.
     bool draw(Recipe recipe, std::string const& what, Drawn* out) {
-        out->recipe = info(recipe).name;
-        switch (recipe) {
-        case Recipe::kPrefill:
-        case Recipe::kPrefillPool:
-        case Recipe::kPrefillHostile:
-        case Recipe::kPrefillTies:
-            return prefill(recipe, what, out);
-        default:
-            return decode(recipe, what, out);
-        }
+        return recipe <= Recipe::kPrefillTies ? prefill(recipe, what, out) : decode(recipe, what, out);
     }
 
 private:
@@ -234,8 +229,8 @@ private:
         }
         if (estimatePrefill(c) > cap)
             return false;
-        out->f = fixtures::makeFixtureFromReference(c, what + ": " + describe(spec), contractOf(recipe), provenance(),
-                                                    seed_, true);
+        out->f = fixtures::makeFixtureFromReference(c, what + ": " + describe(spec), info(recipe).contract,
+                                                    provenance(), seed_, true);
         out->regions = prefillRegionNames(c, *out->f.expected.logits);
         int64_t const mb = (c.seqLen + 3) / 4;
         if (uint64_t(c.batchSize) * c.seqLen * mb * 4 > kCheapLogitsBytes)
@@ -298,7 +293,7 @@ private:
         }
         if (estimateDecode(d) > cap)
             return false;
-        out->f = fixtures::makeFixtureFromReference(d, what + ": " + describe(spec) + note, contractOf(recipe),
+        out->f = fixtures::makeFixtureFromReference(d, what + ": " + describe(spec) + note, info(recipe).contract,
                                                     provenance(), seed_, true);
         out->regions = decodeRegionNames(d, *out->f.expected.logits);
         return true;
@@ -319,18 +314,6 @@ private:
 
     bool dtypeWanted(ref::DType dt) const { return o_.dtype == "both" || o_.dtype == dtypeName(dt); }
 
-    static std::string contractOf(Recipe r) {
-        switch (r) {
-        case Recipe::kPrefillHostile:
-        case Recipe::kDecodeHostile:
-            return "pool hygiene";
-        case Recipe::kDecodeInvalidRow:
-            return "padding";
-        default:
-            return "differential";
-        }
-    }
-
     static std::string provenance() { return "qsa corpus (properties/corpus.cc), generator " + generatorVersion(); }
 
     Options const& o_;
@@ -345,13 +328,6 @@ uint64_t dirBytes(fs::path const& d) {
         if (e.is_regular_file())
             n += e.file_size();
     return n;
-}
-
-void writeText(fs::path const& p, std::string const& text) {
-    std::ofstream o(p, std::ios::binary | std::ios::trunc);
-    o.write(text.data(), std::streamsize(text.size()));
-    if (!o)
-        throw std::runtime_error("qsa corpus: cannot write " + p.string());
 }
 
 } // namespace
@@ -441,7 +417,7 @@ Result writeCorpus(std::string const& out, Options const& o) {
             e.name = name;
             e.pipeline = got.f.isDecode() ? "decode" : "prefill";
             e.dtype = dtypeName(got.f.dtype());
-            e.recipe = got.recipe;
+            e.recipe = info(recipe).name;
             e.regions = got.regions;
             e.bytes = dirBytes(dir);
             e.seed = seed;
@@ -491,7 +467,7 @@ Result writeCorpus(std::string const& out, Options const& o) {
     m["fixtures"] = fx;
     m["fixture_bytes"] = res.totalBytes;
     std::string const text = m.dump(2) + "\n";
-    writeText(root / "manifest.json", text);
+    fixtures::writeFiles(root.string(), {{"manifest.json", text}});
     res.totalBytes += text.size();
     return res;
 }

@@ -14,11 +14,6 @@ namespace prop {
 namespace coverage {
 namespace {
 
-Run*& currentRun() {
-    static Run* r = nullptr;
-    return r;
-}
-
 bool validName(std::string const& s) {
     return !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_<>") == std::string::npos;
 }
@@ -52,14 +47,6 @@ int64_t drawnNeeded(double rate, int64_t n) {
     return n;
 }
 
-namespace {
-
-int64_t needed(double floor, bool drawn, int64_t cases) {
-    return drawn ? drawnNeeded(floor, cases) : constructedNeeded(floor, cases);
-}
-
-} // namespace
-
 void cover(std::string const& region, bool hit, double floor) {
     if (Run* r = Run::current())
         r->note(region, hit, floor, false);
@@ -70,16 +57,14 @@ void coverDrawn(std::string const& region, bool hit, double rate) {
         r->note(region, hit, rate, true);
 }
 
-Run::Run(std::string id, int defaultCases) : id_(std::move(id)), defaultCases_(defaultCases), previous_(currentRun()) {
-    currentRun() = this;
+Run* Run::current_ = nullptr;
+
+Run::Run(std::string id, int defaultCases) : id_(std::move(id)), defaultCases_(defaultCases), previous_(current_) {
+    current_ = this;
 }
 
 Run::~Run() {
-    currentRun() = previous_;
-}
-
-Run* Run::current() {
-    return currentRun();
+    current_ = previous_;
 }
 
 void Run::beginCase() {
@@ -148,7 +133,7 @@ std::string Run::violations() const {
     std::ostringstream os;
     for (std::string const& r : order_) {
         Region const& g = regions_.at(r);
-        int64_t const need = needed(g.floor, g.drawn, cases_);
+        int64_t const need = g.drawn ? drawnNeeded(g.floor, cases_) : constructedNeeded(g.floor, cases_);
         if (g.floor <= 0.0 || g.hits >= need)
             continue;
         os << id_ << ": coverage of region " << r << " is " << g.hits << "/" << cases_ << ", below its floor of ";

@@ -57,7 +57,7 @@ public:
     bool enforced() const { return cases_ >= defaultCases_; }
 
     // For cover(): the run now in progress (nullptr outside QSA_PROP).
-    static Run* current();
+    static Run* current() { return current_; }
     void note(std::string const& region, bool hit, double floor, bool drawn);
 
 private:
@@ -73,6 +73,7 @@ private:
     std::map<std::string, Region> regions_;
     std::map<std::string, bool> pending_; // this case's hits
     Run* previous_;
+    static Run* current_;
 };
 
 // Prints run's QSA_COVERAGE line on stdout and, when the test has not failed otherwise and the run used

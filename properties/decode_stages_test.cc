@@ -7,7 +7,6 @@
 // hardened ones (*HostilePool*) add -1 holes, out-of-plane ids and truncated tables (their cells read +0.0)
 // and invalid rows (zero qNormed), which are hardened guarantees.
 #include <algorithm>
-#include <cstring>
 
 #include "properties/cases.h"
 
@@ -21,15 +20,16 @@ struct StageCase {
     bool qCancel = false; // the q rows are kCancel payloads
 };
 
-// Writes 128 T values of a randomly chosen magnitude class into the indexer tail at (page, row).
-void fillTail(ref::HostPool& pool, int32_t page, int32_t row, ActSpec a, uint64_t seed) {
+// Writes 128 T values of a randomly chosen magnitude class into the indexer tail at element e (none when e < 0).
+void fillTail(ref::HostPool& pool, int64_t e, ActSpec a, uint64_t seed) {
+    if (e < 0)
+        return;
     static constexpr Payload kinds[6] = {Payload::kNormal, Payload::kSubnormal, Payload::kHuge,
                                          Payload::kMixed,  Payload::kTiny,      Payload::kBits};
     a.payload = kinds[seed % 6];
     a.ties = Ties::kNone;
     uint16_t row640[640];
     fillTokenRow(a, seed, int32_t(seed >> 8) & 0xFFFF, row640);
-    size_t const e = tailElement(pool.dims, page, row);
     std::copy(row640 + 512, row640 + 640, pool.data.begin() + e);
 }
 
@@ -84,16 +84,12 @@ rc::Gen<StageCase> genStageCase(bool hardened) {
         // tokens; written through usable entries only, so an unusable entry's page keeps its canaries.
         for (int32_t b = 0; b < B; ++b) {
             int32_t const c = ctx[b];
-            for (int32_t g = 0; 4 * g + 3 < c; ++g) {
-                int32_t const page = usablePage(d.pool, b, 1, 4 * g);
-                if (page >= 0)
-                    fillTail(d.pool, page, (4 * g) & 127, act, act.seed ^ (uint64_t(b) << 40) ^ uint64_t(g) << 1);
-            }
-            for (int32_t t = std::max(0, c - 1 - (c - 1) % 4); t < c - 1; ++t) {
-                int32_t const page = usablePage(d.pool, b, 0, t);
-                if (page >= 0)
-                    fillTail(d.pool, page, t & 127, act, act.seed ^ (uint64_t(b) << 40) ^ (uint64_t(t) << 1) ^ 1);
-            }
+            for (int32_t g = 0; 4 * g + 3 < c; ++g)
+                fillTail(d.pool, usableTail(d.pool, b, 1, 4 * g), act,
+                         act.seed ^ (uint64_t(b) << 40) ^ uint64_t(g) << 1);
+            for (int32_t t = std::max(0, c - 1 - (c - 1) % 4); t < c - 1; ++t)
+                fillTail(d.pool, usableTail(d.pool, b, 0, t), act,
+                         act.seed ^ (uint64_t(b) << 40) ^ (uint64_t(t) << 1) ^ 1);
         }
         d.indexQk.resize(size_t(B) * 640);
         for (int32_t b = 0; b < B; ++b)
@@ -102,10 +98,7 @@ rc::Gen<StageCase> genStageCase(bool hardened) {
         // input (a zero made from the input, such as x - x, is +0.0 only for finite x: oracle plant 18).
         if (invalidRow >= 0 && *rc::gen::arbitrary<bool>())
             poisonRow(act.dtype, act.seed ^ 0x1D, &d.indexQk[size_t(invalidRow) * 640]);
-        d.cosSin = makeCosSin(act.rope, std::max(maxCtx, 4 * d.maxBlocks + 8));
-        d.wQ = makeGamma(act, false);
-        d.wK = makeGamma(act, true);
-        std::memcpy(&d.rmsEps, &act.epsBits, 4);
+        setActInputs(d, act, std::max(maxCtx, 4 * d.maxBlocks + 8));
         d.hasSplitCounters = *pick(true, false);
         if (d.hasSplitCounters)
             d.splitCounters.assign(size_t(B) * ps.numKVHeads, 7);
@@ -152,20 +145,14 @@ void judgeStageCase(bool hardened, rc::Gen<Fill> const& fills, uint64_t fillSeed
     QSA_REQUIRE_EMPTY(judge(s.d, got));
 }
 
-// Profile ieee: the stage case against the reference, with what mismatch(d, got, want) reports.
-template <typename Mismatch>
-void checkStageCase(bool hardened, rc::Gen<Fill> const& fills, uint64_t fillSeedOffset, Mismatch mismatch) {
-    judgeStageCase(hardened, fills, fillSeedOffset,
-                   [&](ref::DecodeCase const& d, DecodeOut const& got) { return mismatch(d, got, ref::runDecode(d)); });
+// Profile ieee, B2: slot logits against the reference's (diffDecodeLogits).
+std::string logitsMismatch(ref::DecodeCase const& d, DecodeOut const& got) {
+    return diffDecodeLogits(d, got, ref::runDecode(d));
 }
 
-// B2 as checkStageCase calls it (diffDecodeLogits with its default `against`).
-std::string logitsMismatch(ref::DecodeCase const& d, DecodeOut const& got, ref::DecodeResult const& want) {
-    return diffDecodeLogits(d, got, want);
-}
-
-// B1: the first element of slot qNormed that differs from the reference's q output ("" when none).
-std::string qNormedMismatch(ref::DecodeCase const& d, DecodeOut const& got, ref::DecodeResult const& want) {
+// Profile ieee, B1: the first element of slot qNormed that differs from the reference's q output ("" when none).
+std::string qNormedMismatch(ref::DecodeCase const& d, DecodeOut const& got) {
+    ref::DecodeResult const want = ref::runDecode(d);
     for (size_t i = 0; i < want.qNormed.size(); ++i) {
         if (got.qNormed[i] != want.qNormed[i]) {
             size_t const b = i / 512, h = i / 128 % 4, dim = i % 128;
@@ -180,21 +167,21 @@ std::string qNormedMismatch(ref::DecodeCase const& d, DecodeOut const& got, ref:
 
 // B1: slot qNormed equals the reference's q output of every row (zeros for invalid rows), bit for bit.
 QSA_PROP(DecodeStages, B1QPrepMatchesReference, 60) {
-    checkStageCase(false, pick(Fill::kGarbage, Fill::kNaN, Fill::kZero), 0, qNormedMismatch);
+    judgeStageCase(false, pick(Fill::kGarbage, Fill::kNaN, Fill::kZero), 0, qNormedMismatch);
 }
 
 QSA_PROP(DecodeStages, B1QPrepHostilePoolMatchesReference, 40) {
-    checkStageCase(true, pick(Fill::kGarbage, Fill::kNaN, Fill::kZero), 2, qNormedMismatch);
+    judgeStageCase(true, pick(Fill::kGarbage, Fill::kNaN, Fill::kZero), 2, qNormedMismatch);
 }
 
 // B2: slot logits holds the reference's logits for g < ctx/4 of every valid row, bit for bit (the block B1
 // just completed included, read back from the pool; hardened: a dropped write or a hole reads +0.0).
 QSA_PROP(DecodeStages, B2LogitsMatchReference, 60) {
-    checkStageCase(false, pick(Fill::kNaN, Fill::kGarbage, Fill::kZero), 1, logitsMismatch);
+    judgeStageCase(false, pick(Fill::kNaN, Fill::kGarbage, Fill::kZero), 1, logitsMismatch);
 }
 
 QSA_PROP(DecodeStages, B2LogitsHostilePoolMatchReference, 40) {
-    checkStageCase(true, pick(Fill::kNaN, Fill::kGarbage, Fill::kZero), 3, logitsMismatch);
+    judgeStageCase(true, pick(Fill::kNaN, Fill::kGarbage, Fill::kZero), 3, logitsMismatch);
 }
 
 // Profile `fast` (section 9.2): B1's q output inside its E1 intervals (zeros of invalid rows exact); B2's

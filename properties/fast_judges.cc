@@ -143,19 +143,19 @@ std::string judgeAllMinusOne(int32_t const* row, std::string const& where) {
 // One V-tail or K-tail cell of 128 elements at the tail of (page, row); nullptr when the entry is unusable.
 uint16_t const* tailAt(ref::HostPool const& layout, std::vector<uint16_t> const& data, int32_t b, int plane,
                        int32_t token) {
-    int32_t const page = usablePage(layout, b, plane, token);
-    return page < 0 ? nullptr : &data[tailElement(layout.dims, page, token & 127)];
+    int64_t const e = usableTail(layout, b, plane, token);
+    return e < 0 ? nullptr : &data[size_t(e)];
 }
 
-} // namespace
-
-// From the raw k rows of block g of sequence b (prefill input).
+// The E1 bounds of kbar block g of sequence b, from its raw k rows (prefill input).
 RowBounds prefillKbarBounds(ref::PrefillCase const& c, int32_t b, int32_t g) {
     uint16_t const* k[4];
     for (int j = 0; j < 4; ++j)
         k[j] = &c.indexQk[(size_t(b) * c.seqLen + 4 * g + j) * ref::kQkWidth + 512];
     return ref::fast::kbarBounds(c.dtype, k, c.wK.data(), &c.cosSin[size_t(4) * g * 64], c.rmsEps, params());
 }
+
+} // namespace
 
 RowBounds prefillQBounds(ref::PrefillCase const& c, int32_t b, int32_t t, int h) {
     size_t const row = size_t(b) * c.seqLen + t;

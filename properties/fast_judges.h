@@ -81,9 +81,8 @@ std::vector<ref::fast::LogitBound> decodeRowBounds(ref::DecodeCase const& d, std
 // E1 on one kbar cell (a V-tail) of block g of sequence b of a prefill case's inputs.
 std::string judgePrefillKbarCell(ref::PrefillCase const& c, int32_t b, int32_t g, uint16_t const* cell,
                                  std::string const& where);
-// The E1 bounds of prefill q row (b, t) head h / kbar block (b, g), and of decode q row b head h.
+// The E1 bounds of prefill q row (b, t) head h, and of decode q row b head h.
 ref::fast::RowBounds prefillQBounds(ref::PrefillCase const& c, int32_t b, int32_t t, int h);
-ref::fast::RowBounds prefillKbarBounds(ref::PrefillCase const& c, int32_t b, int32_t g);
 ref::fast::RowBounds decodeQBounds(ref::DecodeCase const& d, int32_t b, int h);
 
 } // namespace fast

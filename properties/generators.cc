@@ -219,28 +219,23 @@ void manyBlocksTies(ActSpec& a, uint32_t frac) {
     }
 }
 
-// A chunked geometry (B, S) whose first boundary row Rc falls where `at` asks. On the CPU the cheapest ones:
-// the sort of B*S*MB >= 8388608 entries and the B*S output rows dominate, so B*S stays near its minimum
+// The chunked geometries (B, S) whose first boundary row Rc falls where `at` asks. The CPU takes the first, the
+// cheapest: the sort of B*S*MB >= 8388608 entries and the B*S output rows dominate, so B*S stays near its minimum
 // (~5800 rows) and the boundary sequence has few valid rows before the boundary (K2 reads visible entries
 // only). Boundary rows: (3, 4096) -> (2, 0); (2, 5781) -> (1, 20); (1, 5793) -> (0, 5789).
 struct ChunkGeometry {
     int32_t B, S;
 };
 std::vector<ChunkGeometry> chunkGeometries(ChunkAt at) {
-    bool const gpu = implOnGpu();
     switch (at) {
     case ChunkAt::kSeqStart: // Rc a multiple of S: the boundary row is (Rc / S, 0)
-        return gpu ? std::vector<ChunkGeometry>{{3, 4096}, {9, 2048}, {33, 1024}, {2, 8192}}
-                   : std::vector<ChunkGeometry>{{3, 4096}};
+        return {{3, 4096}, {9, 2048}, {33, 1024}, {2, 8192}};
     case ChunkAt::kBlockEdge: // boundary at a small t with t % 4 == 0: (1, 20), (32, 64), (33, 24), (21, 44)
-        return gpu ? std::vector<ChunkGeometry>{{2, 5781}, {33, 1022}, {34, 1008}, {22, 1262}}
-                   : std::vector<ChunkGeometry>{{2, 5781}};
+        return {{2, 5781}, {33, 1022}, {34, 1008}, {22, 1262}};
     case ChunkAt::kLastValid: // (1, 20), (21, 1233), (8, 1927), (4, 2585); the GPU also (0, 5789)
-        return gpu ? std::vector<ChunkGeometry>{{2, 5781}, {22, 1234}, {9, 1930}, {5, 2590}, {1, 5793}}
-                   : std::vector<ChunkGeometry>{{2, 5781}};
+        return {{2, 5781}, {22, 1234}, {9, 1930}, {5, 2590}, {1, 5793}};
     default: // in padding: (0, 5789), (21, 1233), (8, 1927), (4, 2585)
-        return gpu ? std::vector<ChunkGeometry>{{1, 5793}, {22, 1234}, {9, 1930}, {5, 2590}}
-                   : std::vector<ChunkGeometry>{{1, 5793}};
+        return {{1, 5793}, {22, 1234}, {9, 1930}, {5, 2590}};
     }
 }
 
@@ -248,7 +243,9 @@ std::vector<ChunkGeometry> chunkGeometries(ChunkAt at) {
 // the CPU the other sequences hold at most 64 valid rows (K2 work stays small); on the GPU they keep their
 // drawn kinds.
 void makeChunked(PrefillSpec& s, ChunkAt at, uint32_t geoFrac, uint32_t ctxFrac, std::vector<CtxKind> const& kinds) {
-    std::vector<ChunkGeometry> const geos = chunkGeometries(at);
+    std::vector<ChunkGeometry> geos = chunkGeometries(at);
+    if (!implOnGpu())
+        geos.resize(1);
     ChunkGeometry const g = atFraction(evenly(geos), geoFrac);
     s.B = g.B;
     s.S = g.S;
@@ -417,10 +414,7 @@ ref::PrefillCase toCase(PrefillSpec const& s) {
             }
         }
     }
-    c.cosSin = makeCosSin(s.act.rope, s.S);
-    c.wQ = makeGamma(s.act, false);
-    c.wK = makeGamma(s.act, true);
-    std::memcpy(&c.rmsEps, &s.act.epsBits, 4);
+    setActInputs(c, s.act, s.S);
     c.hasPool = s.hasPool;
     if (s.hasPool)
         c.pool = makePool(s.pool, s.act.dtype, s.B, s.S);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -225,6 +226,14 @@ uint64_t sequenceSeed(ActSpec const& a, int32_t b);
 void fillTokenRow(ActSpec const& a, uint64_t seqSeed, int32_t t, uint16_t* row640);
 std::vector<float> makeCosSin(Rope r, int32_t rows);
 std::vector<uint16_t> makeGamma(ActSpec const& a, bool isK);
+// A case's inputs from `a` besides its rows: the rope table of `ropeRows` rows, the gammas and rmsEps.
+template <typename Case>
+void setActInputs(Case& c, ActSpec const& a, int32_t ropeRows) {
+    c.cosSin = makeCosSin(a.rope, ropeRows);
+    c.wQ = makeGamma(a, false);
+    c.wK = makeGamma(a, true);
+    std::memcpy(&c.rmsEps, &a.epsBits, 4);
+}
 void poisonRow(DType dt, uint64_t seed, uint16_t* row640);
 
 // Pool canaries: canary in pool_cells.h.

@@ -98,6 +98,12 @@ Buf guarded(std::vector<E> const& v) {
     return Buf(b);
 }
 
+// outIdx of `rows` rows, guarded, filled with a canary from fillSeed (never a valid entry: negative and != -1).
+Buf canaryOutIdx(size_t rows, uint64_t fillSeed) {
+    int32_t const canary = int32_t(0x80000000u | uint32_t(0x5A5A0000u + (fillSeed & 0xFFFF)));
+    return guarded(std::vector<int32_t>(rows * ref::kIndexWidth, canary));
+}
+
 // The first n elements of a guarded() buffer (or of its copy); throws when its guard was written.
 template <typename E>
 std::vector<E> downloadGuarded(Buf const& b, size_t n, char const* what) {
@@ -234,8 +240,7 @@ private:
 // Device state of one prefill run, alive until its stream is synchronized.
 struct PrefillRun {
     PrefillRun(PrefillCase const& c, RunOptions const& o)
-        : order(o.behindStreamWork), out(guarded(std::vector<int32_t>(size_t(c.batchSize) * c.seqLen * ref::kIndexWidth,
-                                                                      outIdxCanary(o.fillSeed)))),
+        : order(o.behindStreamWork), out(canaryOutIdx(size_t(c.batchSize) * c.seqLen, o.fillSeed)),
           qk(order.input(c.indexQk)), cosSin(order.input(c.cosSin)), ctx(order.input(c.contextLengths)),
           wQ(order.input(c.wQ)), wK(order.input(c.wK)), ws(kn::getQsaIndexerWorkspaceSize(c.batchSize, c.seqLen), o),
           pool(c.pool.dims, c.hasPool ? c.pool.data : std::vector<uint16_t>{},
@@ -280,10 +285,6 @@ struct PrefillRun {
 
 } // namespace
 
-int32_t outIdxCanary(uint64_t fillSeed) {
-    return int32_t(0x80000000u | uint32_t(0x5A5A0000u + (fillSeed & 0xFFFF)));
-}
-
 PrefillOut runImplPrefill(PrefillCase const& c, RunOptions const& o) {
     PrefillRun run(c, o);
     backend::fence();
@@ -306,7 +307,7 @@ std::pair<PrefillOut, PrefillOut> runImplPrefillPair(PrefillCase const& a, Prefi
 
 DecodeOut runImplDecode(DecodeCase const& c, RunOptions const& o) {
     StreamOrder order(o.behindStreamWork);
-    Buf out = guarded(std::vector<int32_t>(size_t(c.batchSize) * ref::kIndexWidth, outIdxCanary(o.fillSeed)));
+    Buf out = canaryOutIdx(size_t(c.batchSize), o.fillSeed);
     Buf qk = order.input(c.indexQk), cosSin = order.input(c.cosSin), ctx = order.input(c.contextLengths),
         wQ = order.input(c.wQ), wK = order.input(c.wK);
     GuardedPool pool(c.pool.dims, c.pool.data, c.pool.pageTable);

@@ -56,8 +56,5 @@ std::pair<PrefillOut, PrefillOut> runImplPrefillPair(PrefillCase const& a, Prefi
 size_t prefillWorkspaceSize(int32_t batchSize, int32_t maxSeqLen);
 size_t decodeWorkspaceSize(int32_t maxBatchSize, int32_t maxBlocks);
 
-// The canary written into outIdx before a run (never a valid entry: negative and != -1).
-int32_t outIdxCanary(uint64_t fillSeed);
-
 } // namespace prop
 } // namespace qsa

@@ -9,10 +9,6 @@
 
 namespace qsa {
 namespace prop {
-size_t tailElement(ref::PoolDims const& d, int32_t page, int32_t row) {
-    return (size_t(page) * 128 + row) * d.numKVHeads * d.poolHeadDim + d.headSize;
-}
-
 int32_t usablePage(ref::HostPool const& p, int32_t b, int plane, int32_t token) {
     int32_t const slot = token >> 7;
     if (slot >= p.dims.maxPagesPerSeq)
@@ -22,25 +18,22 @@ int32_t usablePage(ref::HostPool const& p, int32_t b, int plane, int32_t token) 
     return id >= lo && id < lo + p.dims.numPages ? id : -1;
 }
 
-namespace {
-
-void markVTail(CellPlan& plan, ref::HostPool const& p, int32_t b, int32_t g, CellRule rule = CellRule::kWritten) {
-    int32_t const page = usablePage(p, b, 1, 4 * g);
-    if (page < 0)
-        return;
-    size_t const e = tailElement(p.dims, page, (4 * g) & 127);
-    for (int i = 0; i < 128; ++i)
-        plan.rule[e + i] = rule;
+int64_t usableTail(ref::HostPool const& p, int32_t b, int plane, int32_t token) {
+    int32_t const page = usablePage(p, b, plane, token);
+    return page < 0 ? -1
+                    : (int64_t(page) * 128 + (token & 127)) * p.dims.numKVHeads * p.dims.poolHeadDim + p.dims.headSize;
 }
 
-void markKTail(CellPlan& plan, ref::HostPool const& p, int32_t b, int32_t t, uint16_t const* rawK) {
-    int32_t const page = usablePage(p, b, 0, t);
-    if (page < 0)
-        return;
-    size_t const e = tailElement(p.dims, page, t & 127);
-    for (int i = 0; i < 128; ++i) {
-        plan.rule[e + i] = CellRule::kRawK;
-        plan.rawK[e + i] = rawK[i];
+namespace {
+
+// The tail cells of `token` in `plane` when its entry is usable: `rule`, and for kRawK the bits of rawK.
+void mark(CellPlan& plan, ref::HostPool const& p, int32_t b, int plane, int32_t token, CellRule rule,
+          uint16_t const* rawK = nullptr) {
+    int64_t const e = usableTail(p, b, plane, token);
+    for (int i = 0; e >= 0 && i < 128; ++i) {
+        plan.rule[e + i] = rule;
+        if (rawK != nullptr)
+            plan.rawK[e + i] = rawK[i];
     }
 }
 
@@ -51,9 +44,9 @@ CellPlan prefillCellPlan(ref::PrefillCase const& c) {
     for (int32_t b = 0; b < c.batchSize; ++b) {
         int32_t const ctx = ref::caseCtx(c, b);
         for (int32_t g = 0; 4 * g + 3 < ctx; ++g)
-            markVTail(plan, c.pool, b, g);
+            mark(plan, c.pool, b, 1, 4 * g, CellRule::kWritten);
         for (int32_t t = ctx - ctx % 4; t < ctx; ++t) {
-            markKTail(plan, c.pool, b, t, &c.indexQk[(size_t(b) * c.seqLen + t) * 640 + 512]);
+            mark(plan, c.pool, b, 0, t, CellRule::kRawK, &c.indexQk[(size_t(b) * c.seqLen + t) * 640 + 512]);
         }
     }
     return plan;
@@ -66,12 +59,12 @@ CellPlan decodeCellPlan(ref::DecodeCase const& c, bool hardened) {
         if (!ref::decodeRowValid(ctx, c.maxBlocks))
             continue; // invalid row (contract section 5, the floor rule): no pool cell
         if (ctx % 4 != 0) {
-            markKTail(plan, c.pool, b, ctx - 1, &c.indexQk[size_t(b) * 640 + 512]);
+            mark(plan, c.pool, b, 0, ctx - 1, CellRule::kRawK, &c.indexQk[size_t(b) * 640 + 512]);
         } else {
             // Tokens 4g..4g+2 share one K page (a block never straddles a page).
             int32_t const g = ctx / 4 - 1;
             bool const readsHole = usablePage(c.pool, b, 0, 4 * g) < 0;
-            markVTail(plan, c.pool, b, g, readsHole && !hardened ? CellRule::kMayWrite : CellRule::kWritten);
+            mark(plan, c.pool, b, 1, 4 * g, readsHole && !hardened ? CellRule::kMayWrite : CellRule::kWritten);
         }
     }
     return plan;

@@ -13,10 +13,10 @@
 namespace qsa {
 namespace prop {
 
-// Element offset of the indexer tail (column headSize) of (page, row, head 0).
-size_t tailElement(ref::PoolDims const& d, int32_t page, int32_t row);
 // The page a table entry names if it may be dereferenced (contract section 3), else -1.
 int32_t usablePage(ref::HostPool const& p, int32_t b, int plane, int32_t token);
+// Element offset of the indexer tail (column headSize, head 0) of `token`'s row in that page; -1 when it is unusable.
+int64_t usableTail(ref::HostPool const& p, int32_t b, int plane, int32_t token);
 
 // kMayWrite: the V-tail of a block whose completing decode step would read a K-tail through an unusable
 // entry (a -1 hole under a live block): the +0.0 reads that define its kbar are hardened (contract section

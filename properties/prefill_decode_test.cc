@@ -92,10 +92,9 @@ void checkChain(DecodeChainSpec const& spec, double nVis, double tieFloor, bool 
     std::vector<uint16_t> bfull = full.pool;
     for (int32_t b = 0; fastProfile && b < spec.B; ++b) {
         for (int32_t g = 0; 4 * g + 3 < totals[b]; ++g) {
-            int32_t const page = usablePage(c.pool, b, 1, 4 * g);
-            if (page < 0)
+            int64_t const e = usableTail(c.pool, b, 1, 4 * g);
+            if (e < 0)
                 continue;
-            size_t const e = tailElement(c.pool.dims, page, (4 * g) & 127);
             std::string const where = "live V-tail of block " + std::to_string(g) + " sequence " + std::to_string(b);
             QSA_REQUIRE_EMPTY(fast::judgePrefillKbarCell(c, b, g, &pool[e], where + " after the decode chain"));
             QSA_REQUIRE_EMPTY(fast::judgePrefillKbarCell(c, b, g, &full.pool[e], where + " after the prefill"));

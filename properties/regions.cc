@@ -25,6 +25,14 @@ bool hugeBits(DType dt, uint16_t v) {
     return (v & 0x7FFF) >= (dt == DType::kHalf ? 0x7400 : 0x5B80); // 2^14 / 2^56 and up
 }
 
+// NaN / Inf and huge values among n T elements.
+void scanPayload(DType dt, uint16_t const* v, size_t n, bool* nonFiniteSeen, bool* hugeSeen) {
+    for (size_t i = 0; i < n; ++i) {
+        *nonFiniteSeen |= nonFinite(dt, v[i]);
+        *hugeSeen |= hugeBits(dt, v[i]);
+    }
+}
+
 // 0 < s / 128 < 2^-126 for some head of the q part of a 640-column row.
 bool tinyRow(DType dt, uint16_t const* row) {
     for (int h = 0; h < 4; ++h) {
@@ -39,19 +47,19 @@ bool tinyRow(DType dt, uint16_t const* row) {
     return false;
 }
 
-// Classifies one page-table slot a run would use.
-void slotUse(ref::HostPool const& p, int32_t b, int plane, int32_t slot, bool* hole, bool* outOfPlane,
-             bool* truncated) {
+// Classifies one page-table slot a run would use into r's holeUsed, outOfPlaneUsed or truncatedHit.
+template <typename Regions>
+void slotUse(ref::HostPool const& p, int32_t b, int plane, int32_t slot, Regions& r) {
     if (slot >= p.dims.maxPagesPerSeq) {
-        *truncated = true;
+        r.truncatedHit = true;
         return;
     }
     int32_t const id = p.pageTable[(size_t(b) * 2 + plane) * p.dims.maxPagesPerSeq + slot];
     int32_t const lo = plane == 0 ? 0 : p.dims.numPages;
     if (id == -1)
-        *hole = true;
+        r.holeUsed = true;
     else if (id < lo || id >= lo + p.dims.numPages)
-        *outOfPlane = true;
+        r.outOfPlaneUsed = true;
 }
 
 } // namespace
@@ -76,10 +84,7 @@ PrefillRegions prefillRegions(ref::PrefillCase const& c) {
         for (int32_t t = 0; t < S; ++t) {
             uint16_t const* row = &c.indexQk[(size_t(b) * S + t) * 640];
             bool nf = false, hg = false;
-            for (int i = 0; i < 640; ++i) {
-                nf |= nonFinite(c.dtype, row[i]);
-                hg |= hugeBits(c.dtype, row[i]);
-            }
+            scanPayload(c.dtype, row, 640, &nf, &hg);
             if (t < ctx) {
                 r.nonFiniteValid |= nf;
                 r.huge |= hg;
@@ -94,33 +99,22 @@ PrefillRegions prefillRegions(ref::PrefillCase const& c) {
         // V plane: the slots of complete blocks; K plane: the slot of the trailing tokens (section 3, 5).
         if (ctx >= 4) {
             for (int32_t s = 0; s <= (4 * (ctx / 4 - 1)) >> 7; ++s)
-                slotUse(c.pool, b, 1, s, &r.holeUsed, &r.outOfPlaneUsed, &r.truncatedHit);
+                slotUse(c.pool, b, 1, s, r);
         }
         if (ctx % 4 != 0)
-            slotUse(c.pool, b, 0, (ctx - 1) >> 7, &r.holeUsed, &r.outOfPlaneUsed, &r.truncatedHit);
+            slotUse(c.pool, b, 0, (ctx - 1) >> 7, r);
     }
     return r;
 }
 
 namespace {
 
-// NaN / Inf and huge values among n T elements.
-void scanPayload(DType dt, uint16_t const* v, size_t n, bool* nonFiniteSeen, bool* hugeSeen) {
-    for (size_t i = 0; i < n; ++i) {
-        *nonFiniteSeen |= nonFinite(dt, v[i]);
-        *hugeSeen |= hugeBits(dt, v[i]);
-    }
-}
-
 // The kbar of the V-tails that B2 of row b reads (blocks g < ctx / 4 whose page entry is in its plane).
 void scanVTails(ref::DecodeCase const& d, int32_t b, int32_t ctx, bool* nonFiniteSeen, bool* hugeSeen) {
     for (int32_t g = 0; g < ctx / 4; ++g) {
-        int32_t const page = usablePage(d.pool, b, 1, 4 * g);
-        if (page < 0)
-            continue; // a hole or out of plane: never read
-        size_t const at = tailElement(d.pool.dims, page, (4 * g) & 127);
-        if (at + 128 <= d.pool.data.size())
-            scanPayload(d.dtype, &d.pool.data[at], 128, nonFiniteSeen, hugeSeen);
+        int64_t const at = usableTail(d.pool, b, 1, 4 * g); // -1: a hole or out of plane, never read
+        if (at >= 0 && size_t(at) + 128 <= d.pool.data.size())
+            scanPayload(d.dtype, &d.pool.data[size_t(at)], 128, nonFiniteSeen, hugeSeen);
     }
 }
 
@@ -148,17 +142,14 @@ DecodeRegions decodeRegions(std::vector<ref::DecodeCase> const& steps) {
             r.nVisGt512 |= ctx / 4 > 512;
             r.blockCompletes |= ctx % 4 == 0;
             r.pageEdge |= t % 128 == 0 || t % 128 == 127;
-            bool* h = &r.holeUsed;
-            bool* o = &r.outOfPlaneUsed;
-            bool* tr = &r.truncatedHit;
             if (ctx % 4 != 0) {
-                slotUse(d.pool, b, 0, t >> 7, h, o, tr); // B1 stores the new raw k
+                slotUse(d.pool, b, 0, t >> 7, r); // B1 stores the new raw k
             } else {
-                slotUse(d.pool, b, 0, (ctx - 4) >> 7, h, o, tr); // B1 reads K-tails 4g..4g+2
-                slotUse(d.pool, b, 1, (ctx - 4) >> 7, h, o, tr); // and writes the V-tail
+                slotUse(d.pool, b, 0, (ctx - 4) >> 7, r); // B1 reads K-tails 4g..4g+2
+                slotUse(d.pool, b, 1, (ctx - 4) >> 7, r); // and writes the V-tail
             }
             for (int32_t s = 0; ctx >= 4 && s <= (4 * (ctx / 4 - 1)) >> 7; ++s)
-                slotUse(d.pool, b, 1, s, h, o, tr); // B2 reads every V-tail g < ctx/4
+                slotUse(d.pool, b, 1, s, r); // B2 reads every V-tail g < ctx/4
         }
     }
     return r;

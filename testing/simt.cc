@@ -131,6 +131,11 @@ struct SharedRecord {
 };
 std::map<void*, SharedRecord> gShared;
 
+// "(x,y,z)": a block or thread index.
+std::string xyz(uint3 v) {
+    return "(" + std::to_string(v.x) + "," + std::to_string(v.y) + "," + std::to_string(v.z) + ")";
+}
+
 // Throws when a guard of this block's shared memory has a byte overwritten: behind the dynamic part (dyn, bytes)
 // and behind each static __shared__ variable the block reached.
 void checkSharedGuards(uint3 b, unsigned char* dyn, size_t dynBytes) {
@@ -138,8 +143,7 @@ void checkSharedGuards(uint3 b, unsigned char* dyn, size_t dynBytes) {
         size_t const i = firstUnpoisoned(g, kSharedGuard);
         if (i < kSharedGuard) {
             std::memset(g, 0xCD, kSharedGuard); // report once
-            throw std::runtime_error("simt: block (" + std::to_string(b.x) + "," + std::to_string(b.y) + "," +
-                                     std::to_string(b.z) + ") wrote past the end of " + what + name + " (" +
+            throw std::runtime_error("simt: block " + xyz(b) + " wrote past the end of " + what + name + " (" +
                                      std::to_string(bytes) + " bytes; first at byte " + std::to_string(bytes + i) +
                                      ")");
         }
@@ -168,18 +172,6 @@ void resume(Block& blk, int i) {
     _longjmp(f.jb, 1);
 }
 
-std::string describeThread(Fiber const& f) {
-    std::ostringstream s;
-    s << "thread (" << f.threadIdx.x << "," << f.threadIdx.y << "," << f.threadIdx.z << ")";
-    return s.str();
-}
-
-std::string describeBlock(Fiber const& f) {
-    std::ostringstream s;
-    s << "block (" << f.blockIdx.x << "," << f.blockIdx.y << "," << f.blockIdx.z << ")";
-    return s.str();
-}
-
 // Releases whatever point is complete. Returns whether something was released.
 bool release(Block& blk) {
     int const n = static_cast<int>(blk.fibers.size());
@@ -198,14 +190,14 @@ bool release(Block& blk) {
         for (int i = lo; i < hi; ++i) {
             Fiber const& f = blk.fibers[i];
             if (std::strcmp(f.op, f0.op) != 0 || f.mask != f0.mask) {
-                blk.error = describeBlock(f0) + ": warp " + std::to_string(w) +
+                blk.error = "block " + xyz(f0.blockIdx) + ": warp " + std::to_string(w) +
                             " lanes at different collectives: lane 0 in " + f0.op + ", lane " + std::to_string(i - lo) +
                             " in " + f.op;
                 return false;
             }
         }
         if (hi - lo != 32 || f0.mask != 0xFFFFFFFFu) {
-            blk.error = describeBlock(f0) + ": warp " + std::to_string(w) + " " + f0.op +
+            blk.error = "block " + xyz(f0.blockIdx) + ": warp " + std::to_string(w) + " " + f0.op +
                         " with a partial warp or mask (simt supports the full mask of a full warp only)";
             return false;
         }
@@ -238,18 +230,15 @@ bool release(Block& blk) {
 
 std::string deadlock(Block const& blk) {
     std::ostringstream s;
-    s << describeBlock(blk.fibers[0]) << ": no thread can go on:";
-    int shown = 0;
+    s << "block " << xyz(blk.fibers[0].blockIdx) << ": no thread can go on:";
+    int shown = 0, done = 0;
     for (Fiber const& f : blk.fibers) {
+        done += f.wait == Wait::Done;
         if (f.wait == Wait::Done || shown >= 8) {
             continue;
         }
         ++shown;
-        s << " " << describeThread(f) << " in " << (f.wait == Wait::Block ? "__syncthreads" : f.op) << ";";
-    }
-    int done = 0;
-    for (Fiber const& f : blk.fibers) {
-        done += f.wait == Wait::Done;
+        s << " thread " << xyz(f.threadIdx) << " in " << (f.wait == Wait::Block ? "__syncthreads" : f.op) << ";";
     }
     s << " " << done << " of " << blk.fibers.size() << " threads have ended"
       << " (a collective or barrier not reached by every thread it waits for)";
