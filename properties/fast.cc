@@ -4,10 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iostream>
-#include <numeric>
 
-#include "properties/prop.h"
+#include "reference/rowops.h"
+#include "testing/rng.h"
 
 namespace qsa {
 namespace prop {
@@ -76,14 +77,31 @@ void finish(std::string const& id, bool fullBudget) {
 }
 
 std::vector<int64_t> rowsToJudge(ref::PrefillCase const& c, size_t randomRows, uint64_t seed) {
-    int64_t const rows = int64_t(c.batchSize) * c.seqLen;
+    int32_t const S = c.seqLen, MB = (S + 3) / 4;
+    std::vector<int64_t> rows;
     // Every row when the interval products stay below ~2^24 (row, block) pairs (a fraction of a second).
-    if (rows * ((c.seqLen + 3) / 4) / 2 <= (int64_t(1) << 24)) {
-        std::vector<int64_t> all(size_t(rows), 0);
-        std::iota(all.begin(), all.end(), 0);
-        return all;
+    if (int64_t(c.batchSize) * S * MB / 2 <= (int64_t(1) << 24)) {
+        for (int64_t r = 0; r < int64_t(c.batchSize) * S; ++r)
+            rows.push_back(r);
+        return rows;
     }
-    return sampleRows(c, randomRows, seed ^ 0xFA57);
+    int64_t const Rc = ref::prefillChunkRows(c.batchSize, S), n = int64_t(c.batchSize) * S;
+    for (int32_t b = 0; b < c.batchSize; ++b) {
+        int32_t const ctx = ref::caseCtx(c, b);
+        for (int32_t t : {0, 3, ctx - 5, ctx - 4, ctx - 2, ctx - 1, ctx, S - 1})
+            if (t >= 0 && t < S)
+                rows.push_back(int64_t(b) * S + t);
+    }
+    for (int64_t r = Rc; r < n; r += Rc)
+        for (int64_t d : {-2, -1, 0, 1})
+            if (r + d >= 0 && r + d < n)
+                rows.push_back(r + d);
+    testlib::Rng rng(seed ^ 0xFA57);
+    for (size_t i = 0; i < randomRows; ++i)
+        rows.push_back(rng.below(n));
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    return rows;
 }
 
 } // namespace fast

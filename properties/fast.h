@@ -35,8 +35,8 @@ void judgeableOnFirstCase(ActSpec& a);
 // turning vacuous). QSA_PROP calls start() and finish().
 void finish(std::string const& id, bool fullBudget);
 
-// Rows worth judging when judging all is too costly: every row when affordable, else the rows sampleRows (prop.h)
-// draws from `seed` ^ 0xFA57: sequence ends, chunk boundaries and `randomRows` random rows.
+// Rows worth judging when judging all is too costly: every row when affordable, else sequence ends, chunk
+// boundaries and `randomRows` random rows.
 std::vector<int64_t> rowsToJudge(ref::PrefillCase const& c, size_t randomRows, uint64_t seed);
 
 } // namespace fast

@@ -72,17 +72,22 @@ void writePending(std::string const& id) {
 // the base seed and its index.
 struct ShardEnv {
     int index = 0, total = 1;
+    ShardEnv() {
+        auto num = [](char const* a, char const* b) -> char const* {
+            char const* v = std::getenv(a);
+            return v != nullptr && *v != 0 ? v : std::getenv(b);
+        };
+        char const* t = num("TEST_TOTAL_SHARDS", "GTEST_TOTAL_SHARDS");
+        char const* i = num("TEST_SHARD_INDEX", "GTEST_SHARD_INDEX");
+        if (t != nullptr && i != nullptr && std::atoi(t) > 1) {
+            total = std::atoi(t);
+            index = std::min(std::max(std::atoi(i), 0), total - 1);
+        }
+    }
 };
-ShardEnv shardEnv() {
-    auto num = [](char const* a, char const* b) -> char const* {
-        char const* v = std::getenv(a);
-        return v != nullptr && *v != 0 ? v : std::getenv(b);
-    };
-    char const* t = num("TEST_TOTAL_SHARDS", "GTEST_TOTAL_SHARDS");
-    char const* i = num("TEST_SHARD_INDEX", "GTEST_SHARD_INDEX");
-    if (t == nullptr || i == nullptr || std::atoi(t) <= 1)
-        return {};
-    return {std::min(std::max(std::atoi(i), 0), std::atoi(t) - 1), std::atoi(t)};
+ShardEnv const& shardEnv() {
+    static ShardEnv const e;
+    return e;
 }
 
 bool rcParamsHas(char const* key) {
@@ -130,7 +135,7 @@ void checkProperty(std::string const& id, int defaultCases, rc::detail::Property
     metadata.description = id;
     rc::detail::TestParams params = rc::detail::configuration().testParams;
     // Every case of the property, with this shard's seed; RC_PARAMS max_success= / seed= still override.
-    ShardEnv const sh = shardEnv();
+    ShardEnv const& sh = shardEnv();
     int const cases = rcParamsHas("max_success") ? params.maxSuccess : scaledDefault(defaultCases);
     uint64_t base = params.seed;
     if (char const* b = std::getenv("QSA_BASE_SEED"))
@@ -366,6 +371,8 @@ std::string diffDecodeLogits(ref::DecodeCase const& c, DecodeOut const& got, ref
     return diffStage("B2", "logits", got.logits, want.logits, c.dtype, size_t(c.maxBlocks), "g", lRow, against, valid);
 }
 
+namespace {
+
 std::vector<int64_t> sampleRows(ref::PrefillCase const& c, size_t randomRows, uint64_t seed) {
     int64_t const rows = int64_t(c.batchSize) * c.seqLen;
     int64_t const rc = ref::prefillChunkRows(c.batchSize, c.seqLen);
@@ -392,6 +399,8 @@ std::vector<int64_t> sampleRows(ref::PrefillCase const& c, size_t randomRows, ui
         add(rng.below(rows));
     return {s.begin(), s.end()};
 }
+
+} // namespace
 
 std::string sampledRowsMismatch(ref::PrefillCase const& c, std::vector<int32_t> const& got, size_t randomRows,
                                 uint64_t seed, char const* what) {

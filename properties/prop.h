@@ -130,10 +130,8 @@ std::string diffDecodeLogits(ref::DecodeCase const& c, DecodeOut const& got, ref
                              char const* against = "the reference");
 
 // When a full reference run is too costly: the rows worth checking (chunk boundaries, multiples of Rc +- 2,
-// sequence starts and ends, block and page boundaries, `randomRows` random rows drawn from `seed`), sorted, ...
-std::vector<int64_t> sampleRows(ref::PrefillCase const& c, size_t randomRows, uint64_t seed);
-// ... compared with ref::runPrefillRows; "" when equal, else "<what> b=.. t=.. differs (Rc=..)" for the first that
-// differs.
+// sequence starts and ends, block and page boundaries, `randomRows` random rows drawn from `seed`) compared
+// with ref::runPrefillRows; "" when equal, else "<what> b=.. t=.. differs (Rc=..)" for the first that differs.
 std::string sampledRowsMismatch(ref::PrefillCase const& c, std::vector<int32_t> const& got, size_t randomRows,
                                 uint64_t seed, char const* what);
 // Whether the full reference pipeline is affordable for this case on this machine.
